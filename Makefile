@@ -1,0 +1,53 @@
+# Every target CI runs is here; .ci/run calls the same ones.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+GO ?= go
+STATICCHECK_VERSION := v0.8.2
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build bin/assistant
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/assistant ./cmd/assistant
+
+.PHONY: run
+run: build ## serve the shipped communities on :8080
+	./bin/assistant serve
+
+.PHONY: test
+test: ## run every test (race detector on)
+	$(GO) test -race -count=1 ./...
+
+.PHONY: bench
+bench: ## run the Go benchmarks
+	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target for a short while
+	scripts/fuzz.sh
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+.PHONY: validate
+validate: ## check every shipped community config
+	$(GO) run ./cmd/assistant validate communities
+
+.PHONY: check-locks
+check-locks: ## check that every shipped lock overlay is what its wheels produce
+	@found=0; for lock in $$(find communities -path '*/runtime/*.json' -not -path '*/wheels/*' | sort); do \
+		found=1; $(GO) run ./cmd/assistant lock --check "$$lock"; done; \
+	test $$found = 1 || { echo "no lock overlay found"; exit 1; }
+
+.PHONY: ci
+ci: lint validate check-locks test ## what CI runs

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with the golden file, or rewrites it under -update.
+func golden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("missing golden file (run go test ./config -update): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", file, diff)
+	}
+}
+
+func errorText(t *testing.T, err error) string {
+	t.Helper()
+	if err == nil {
+		return ""
+	}
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("error is %T, want ErrorList: %v", err, err)
+	}
+	return list.Error() + "\n"
+}
+
+// TestBadFiles loads each testdata/bad/*.yaml on its own (phases 1 to 3) and compares every
+// error with the .want file beside it.
+func TestBadFiles(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no bad cases: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			_, err := LoadFile(file)
+			if err == nil {
+				t.Fatalf("%s loaded without error", file)
+			}
+			golden(t, strings.TrimSuffix(file, ".yaml")+".want", []byte(errorText(t, err)))
+		})
+	}
+}
+
+// TestBadDirs loads each testdata/baddirs/<case>/ as a communities directory, for the rules that
+// need folders and files (phase 4), and compares with <case>.want.
+func TestBadDirs(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/baddirs/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, dir := range dirs {
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			_, err := Load(context.Background(), dir, Options{})
+			if err == nil {
+				t.Fatalf("%s loaded without error", dir)
+			}
+			golden(t, dir+".want", []byte(errorText(t, err)))
+		})
+	}
+	if n == 0 {
+		t.Fatal("no baddirs cases")
+	}
+}
+
+// TestGoodFiles loads each testdata/good/*.yaml and compares the decoded value, defaults filled,
+// with the .json golden beside it.
+func TestGoodFiles(t *testing.T) {
+	files, err := filepath.Glob("testdata/good/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no good cases: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			c, err := LoadFile(file)
+			if err != nil {
+				t.Fatalf("unexpected errors:\n%v", err)
+			}
+			got, err := json.MarshalIndent(c, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, strings.TrimSuffix(file, ".yaml")+".json", append(got, '\n'))
+		})
+	}
+}
+
+// TestShippedCommunities loads the real communities/ tree, so a broken shipped config fails
+// go test before it reaches assistant validate.
+func TestShippedCommunities(t *testing.T) {
+	set, err := Load(context.Background(), "../communities", Options{})
+	if err != nil {
+		t.Fatalf("shipped communities do not load:\n%v", err)
+	}
+	if len(set.Communities) < 3 {
+		t.Fatalf("got %d shipped communities, want at least 3", len(set.Communities))
+	}
+}

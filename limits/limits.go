@@ -1,0 +1,94 @@
+package limits
+
+// CodePoints counts Unicode code points, as Python's len() of a str does (not bytes, not UTF-16
+// units). Every character cap below is in code points.
+type CodePoints int
+
+// Bytes counts octets.
+type Bytes int
+
+// Pixels counts image pixels along one edge.
+type Pixels int
+
+// Server caps on one posted ClientToolResult (config.md §5.1). Over a cap, the whole request is
+// refused; nothing is truncated at the edge.
+const (
+	// MaxStdoutChars caps the stdout of one result.
+	MaxStdoutChars CodePoints = 16384
+	// MaxStderrChars caps the stderr of one result.
+	MaxStderrChars CodePoints = 8192
+	// MaxSummaryChars caps the deterministic summary of one result.
+	MaxSummaryChars CodePoints = 8192
+	// MaxImages caps the number of images in one result.
+	MaxImages = 3
+	// MaxImageBytes caps the decoded size of one image.
+	MaxImageBytes Bytes = 2_000_000
+	// MaxImageEdgePx caps the width and the height of one image.
+	MaxImageEdgePx Pixels = 8192
+	// MaxArtifacts caps how many artifact names one result lists.
+	MaxArtifacts = 32
+	// MaxArtifactNameChars caps one artifact name.
+	MaxArtifactNameChars CodePoints = 512
+	// MaxCallIDChars caps a tool call id.
+	MaxCallIDChars CodePoints = 256
+	// MaxToolResultLength caps the rendered text of a stored tool result; longer text is cut
+	// and marked, not refused.
+	MaxToolResultLength CodePoints = 65536
+)
+
+// Chat-loop caps (api.md §4.2, §6.7).
+const (
+	// MaxBrowserRunsPerReply caps the browser executions one reply may chain. Communities cannot
+	// change it.
+	MaxBrowserRunsPerReply = 20
+	// PendingCallTTLSeconds is how long a parked browser call waits for its result.
+	PendingCallTTLSeconds = 900
+	// MaxDeclaredClientTools caps the tool names one /chat or /chat/resume request may declare.
+	MaxDeclaredClientTools = 8
+	// MaxMessageChars caps one chat message.
+	MaxMessageChars CodePoints = 10000
+	// MaxSessionMessages caps the messages one session may hold.
+	MaxSessionMessages = 300
+)
+
+// Community config caps (config.md §3.1, §4.1).
+const (
+	// ReservedClientTools is how many tool names the server reserves for itself
+	// (get_full_output).
+	ReservedClientTools = 1
+	// MaxConfiguredClientTools caps extensions.client_tools.
+	MaxConfiguredClientTools = MaxDeclaredClientTools - ReservedClientTools
+	// MaxPreludeChars caps each deployment's prelude.
+	MaxPreludeChars CodePoints = 4000
+	// MaxImportBeforeSeal caps runtime.python.import_before_seal.
+	MaxImportBeforeSeal = 16
+	// MaxImportNameChars caps one import_before_seal entry.
+	MaxImportNameChars CodePoints = 200
+	// MaxModelInstructionChars caps one model_instructions text.
+	MaxModelInstructionChars CodePoints = 4000
+)
+
+// Bound is an inclusive range for one RuntimeLimits field. Max 0 means no upper bound.
+type Bound struct {
+	Default int
+	Min     int
+	Max     int
+}
+
+// Runtime holds the bounds of runtime.python.limits (config.md §5.2). The upper bounds are the
+// server caps above, so a community's numbers can never exceed what the server accepts.
+var Runtime = struct {
+	MemoryMB    Bound
+	StdoutChars Bound
+	StderrChars Bound
+	Images      Bound
+	ImagePx     Bound
+	ExecSeconds Bound
+}{
+	MemoryMB:    Bound{Default: 1536, Min: 64},
+	StdoutChars: Bound{Default: int(MaxStdoutChars), Min: 256, Max: int(MaxStdoutChars)},
+	StderrChars: Bound{Default: int(MaxStderrChars), Min: 256, Max: int(MaxStderrChars)},
+	Images:      Bound{Default: MaxImages, Min: 0, Max: MaxImages},
+	ImagePx:     Bound{Default: 1024, Min: 16, Max: int(MaxImageEdgePx)},
+	ExecSeconds: Bound{Default: 120, Min: 1},
+}
