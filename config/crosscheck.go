@@ -25,9 +25,9 @@ func crossCheck(ctx context.Context, files []loaded, opts Options) ErrorList {
 		byID[c.ID] = f.file
 		if py := c.python(); py != nil {
 			if py.Lockfile != nil {
-				k.checkLockfileExists(f.dir, *py.Lockfile)
+				k.lockfileReadable = k.checkLockfileExists(f.dir, *py.Lockfile)
 			}
-			k.checkRuntimeAgainstDistribution(c)
+			k.checkRuntime(c, opts.locks())
 			if opts.Python != nil && py.Prelude != nil {
 				k.checkPreludeCompiles(ctx, opts.Python, py.Prelude)
 			}
@@ -39,12 +39,12 @@ func crossCheck(ctx context.Context, files []loaded, opts Options) ErrorList {
 
 // checkLockfileExists makes sure the lockfile is a regular file inside the community folder;
 // os.Root refuses a symlink that leads out of it.
-func (k *checker) checkLockfileExists(dir, lockfile string) {
+func (k *checker) checkLockfileExists(dir, lockfile string) bool {
 	const p = "runtime.python.lockfile"
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		k.add(p, "cannot open the community folder: %v", err)
-		return
+		return false
 	}
 	defer root.Close()
 	info, err := root.Stat(lockfile)
@@ -53,7 +53,10 @@ func (k *checker) checkLockfileExists(dir, lockfile string) {
 		k.add(p, "lockfile %q cannot be read inside the community folder: %v", lockfile, trimPathError(err))
 	case !info.Mode().IsRegular():
 		k.add(p, "lockfile %q is not a regular file", lockfile)
+	default:
+		return true
 	}
+	return false
 }
 
 // trimPathError drops the operation and path that os errors repeat, keeping the reason.

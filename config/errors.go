@@ -19,6 +19,9 @@ type Error struct {
 	Column int
 	Path   string
 	Msg    string
+	// FailsClosed marks a problem the server survives by serving the community with its client
+	// tools off (a lock overlay that does not verify). assistant validate counts it all the same.
+	FailsClosed bool
 }
 
 func (e Error) Error() string {
@@ -77,6 +80,18 @@ func (l ErrorList) sorted() ErrorList {
 		i = j
 	}
 	return capped
+}
+
+// Fatal returns the errors that must stop a server: every one that does not merely fail its
+// community closed.
+func (l ErrorList) Fatal() ErrorList {
+	var out ErrorList
+	for _, e := range l {
+		if !e.FailsClosed {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // errOrNil turns an empty list into a nil error, so callers can test err != nil.

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/osc-assistant/assistant/runtimelock"
 )
 
 // maxFileBytes bounds a config file; real ones are a few kilobytes.
@@ -35,6 +37,16 @@ type Options struct {
 	// Python compile-checks every prelude. When nil, preludes are not compile-checked and the
 	// Set says so.
 	Python SyntaxChecker
+	// Locks caches lock-overlay verification across loads, so a reload never re-reads a wheel
+	// it already verified. When nil, Load uses a fresh cache.
+	Locks *runtimelock.Cache
+}
+
+func (o Options) locks() *runtimelock.Cache {
+	if o.Locks == nil {
+		return &runtimelock.Cache{}
+	}
+	return o.Locks
 }
 
 // Set is every community found in one directory, in id order.

@@ -23,6 +23,8 @@ type checker struct {
 	index  map[string]pos
 	blocks map[string]block
 	errs   ErrorList
+	// lockfileReadable is set in phase 4 once the lockfile was found inside the folder.
+	lockfileReadable bool
 }
 
 func (k *checker) add(p, format string, args ...any) {
@@ -59,6 +61,10 @@ var (
 	moduleNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 	dateSuffixRE    = regexp.MustCompile(`-(\d{8}|\d{4}-\d{2}-\d{2})$`)
 )
+
+// ReservedIDs are first path segments the server uses itself; a community id is the first
+// segment of every community route, so it may not be one of them.
+var ReservedIDs = []string{"admin", "communities", "feedback", "health", "metrics", "sync", "version"}
 
 // ReservedClientToolNames are the tool names the server binds itself (config.md §3.1).
 var ReservedClientToolNames = []string{"get_full_output"}
@@ -129,6 +135,8 @@ func (k *checker) checkCommunity(c *Community) {
 		k.add("id", "Community ID cannot be empty")
 	} else if !idRE.MatchString(c.ID) {
 		k.add("id", "Community ID must be kebab-case (lowercase, hyphens): %s", c.ID)
+	} else if slices.Contains(ReservedIDs, c.ID) {
+		k.add("id", "%q is reserved: /%s is a server route, so no community can be served there", c.ID, c.ID)
 	}
 	c.CORSOrigins = k.cleanList("cors_origins", c.CORSOrigins, func(p, o string) {
 		switch {

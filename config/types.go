@@ -1,6 +1,9 @@
 package config
 
-import "github.com/osc-assistant/assistant/limits"
+import (
+	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/runtimelock"
+)
 
 // Community is one community's config.yaml, decoded and with defaults filled (config.md §2).
 // Optional sections that were absent or null are nil.
@@ -38,6 +41,10 @@ type Community struct {
 	// Dir is the community's folder and File its config.yaml, as given to Load.
 	Dir  string `yaml:"-" json:"-" validate:"-"`
 	File string `yaml:"-" json:"-" validate:"-"`
+	// Overlay is the verified lock overlay when runtime.python.lockfile is set and it verified;
+	// OverlayErr says why it did not. Both are set by Load.
+	Overlay    *runtimelock.Verified `yaml:"-" json:"-" validate:"-"`
+	OverlayErr error                 `yaml:"-" json:"-" validate:"-"`
 }
 
 // python returns runtime.python, or nil.

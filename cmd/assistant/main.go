@@ -23,6 +23,7 @@ commands:
   serve                   run the HTTP server (see "assistant serve -h")
   validate [DIR]          load and check every community config (default: communities)
   lock [--check] OVERLAY  regenerate (or check) a Pyodide lock overlay from the wheels beside it
+  build-wheel SRC OUT     build a pure-Python wheel reproducibly from SRC/pyproject.toml into OUT
   version                 print the version
 `
 
@@ -39,6 +40,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runValidate(ctx, rest, getenv, stdout, stderr)
 	case "lock":
 		return runLock(ctx, rest, stdout, stderr)
+	case "build-wheel":
+		return runBuildWheel(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "assistant %s (%s)\n", version, commit)
 		return 0
