@@ -852,13 +852,6 @@ func (k *checker) checkCommunityModel(c *Community) {
 	}
 }
 
-var canonicalSepRE = regexp.MustCompile(`[-_.]+`)
-
-// canonicalName is the PEP 503 form Pyodide looks packages up by.
-func canonicalName(s string) string {
-	return strings.ToLower(canonicalSepRE.ReplaceAllString(s, "-"))
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

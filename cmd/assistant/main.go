@@ -36,6 +36,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	cmd, rest := args[1], args[2:]
 	switch cmd {
+	case "serve":
+		return runServe(ctx, rest, getenv, stdout, stderr)
 	case "validate":
 		return runValidate(ctx, rest, getenv, stdout, stderr)
 	case "lock":

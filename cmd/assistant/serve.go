@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/routers"
+	"github.com/osc-assistant/assistant/runtimelock"
+)
+
+// serveSettings are the settings of assistant serve. Each has a flag and an environment
+// variable; the flag wins.
+type serveSettings struct {
+	addr         string
+	communities  string
+	basePath     string
+	deployment   string
+	adminKey     string
+	redisURL     string
+	corsOrigins  string
+	defaultModel string
+	logFormat    string
+}
+
+const serveUsage = `usage: assistant serve [flags]
+
+Serves every community in the communities directory. Each flag can also be set through the
+environment variable named after it; a flag given on the command line wins.
+
+`
+
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveSettings, error) {
+	var s serveSettings
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(names ...string) string {
+		for _, n := range names {
+			if v := strings.TrimSpace(getenv(n)); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	or := func(v, def string) string {
+		if v == "" {
+			return def
+		}
+		return v
+	}
+	fs.StringVar(&s.addr, "addr", or(env("ASSISTANT_ADDR"), ":8080"), "listen address (ASSISTANT_ADDR)")
+	fs.StringVar(&s.communities, "communities", or(env("ASSISTANT_COMMUNITIES"), "communities"), "communities directory (ASSISTANT_COMMUNITIES)")
+	fs.StringVar(&s.basePath, "base-path", env("ASSISTANT_BASE_PATH", "ROOT_PATH"), "mount every route under this prefix, e.g. /osa (ASSISTANT_BASE_PATH, alias ROOT_PATH)")
+	fs.StringVar(&s.deployment, "deployment", env("ASSISTANT_DEPLOYMENT", "OSA_DEPLOYMENT"), "production or develop; default: develop when the base path is /osa-dev, else production (ASSISTANT_DEPLOYMENT, alias OSA_DEPLOYMENT)")
+	fs.StringVar(&s.adminKey, "admin-key", env("ASSISTANT_ADMIN_KEY"), "X-API-Key for the admin routes; empty disables them (ASSISTANT_ADMIN_KEY)")
+	fs.StringVar(&s.redisURL, "redis-url", env("ASSISTANT_REDIS_URL"), "Redis URL for shared state, e.g. redis://127.0.0.1:6379/0 (ASSISTANT_REDIS_URL)")
+	fs.StringVar(&s.corsOrigins, "cors-origins", env("ASSISTANT_CORS_ORIGINS"), "comma-separated origins allowed on every route, in addition to each community's cors_origins (ASSISTANT_CORS_ORIGINS)")
+	fs.StringVar(&s.defaultModel, "default-model", or(env("ASSISTANT_DEFAULT_MODEL"), "scripted/demo"), "model for communities without default_model (ASSISTANT_DEFAULT_MODEL)")
+	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return s, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return s, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	s.basePath = strings.TrimRight(s.basePath, "/")
+	if s.basePath != "" && !strings.HasPrefix(s.basePath, "/") {
+		return s, fmt.Errorf("base path %q must start with /", s.basePath)
+	}
+	switch s.logFormat {
+	case "auto", "json", "text":
+	default:
+		return s, fmt.Errorf("log format %q: want json, text or auto", s.logFormat)
+	}
+	return s, nil
+}
+
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "auto" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, nil))
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// buildServer follows the start-up order: settings, then every community (anything broken stops
+// here, before listening), then the HTTP handler.
+func buildServer(ctx context.Context, s serveSettings, getenv func(string) string, log *slog.Logger) (*routers.Server, error) {
+	depEnv := func(k string) string {
+		switch k {
+		case "ASSISTANT_DEPLOYMENT":
+			return s.deployment
+		case "ASSISTANT_BASE_PATH":
+			return s.basePath
+		}
+		return ""
+	}
+	dep, err := config.ServingDeployment(depEnv)
+	if err != nil {
+		return nil, err
+	}
+	locks := &runtimelock.Cache{}
+	load := func(ctx context.Context) (*config.Set, error) {
+		return config.Load(ctx, s.communities, config.Options{Locks: locks})
+	}
+	set, err := load(ctx)
+	var list config.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			log.Error("config error", slog.String("error", e.Error()), slog.Bool("fails_closed", e.FailsClosed))
+		}
+		if fatal := list.Fatal(); len(fatal) > 0 {
+			return nil, fmt.Errorf("%d config %s in %s; fix them or run assistant validate", len(fatal), plural(len(fatal), "error", "errors"), s.communities)
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	var origins []string
+	for o := range strings.SplitSeq(s.corsOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			origins = append(origins, o)
+		}
+	}
+	return routers.New(routers.Deps{
+		Settings: routers.Settings{
+			BasePath: s.basePath, Deployment: dep, CORSOrigins: origins, AdminKey: s.adminKey,
+			DefaultModel: s.defaultModel, Version: version, Commit: commit,
+		},
+		Logger:      log,
+		Getenv:      getenv,
+		Load:        load,
+		Communities: set,
+	})
+}
+
+// runServe is assistant serve.
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	s, err := parseServe(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "assistant serve:", err)
+		return 2
+	}
+	log := newLogger(s.logFormat, stderr)
+	srv, err := buildServer(ctx, s, getenv, log)
+	if err != nil {
+		log.Error("not starting", slog.Any("error", err))
+		return 1
+	}
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		log.Error("not starting", slog.Any("error", err))
+		return 1
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		// Writes are bounded per response by the router (streams extend their own deadline).
+		WriteTimeout:   0,
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			log.Info("SIGHUP: reloading communities")
+			_ = srv.Reload(context.WithoutCancel(ctx))
+		}
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	url := "http://" + displayAddr(ln.Addr()) + s.basePath + "/"
+	log.Info("serving", slog.String("url", url), slog.String("communities", s.communities), slog.String("version", version))
+	fmt.Fprintf(stdout, "assistant %s serving on %s\n", version, url)
+	select {
+	case err := <-errc:
+		log.Error("server stopped", slog.Any("error", err))
+		return 1
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		log.Error("shutdown", slog.Any("error", err))
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+// displayAddr turns a listen address into one a person can open: the unspecified address
+// becomes localhost.
+func displayAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}

@@ -1,0 +1,208 @@
+package routers
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+)
+
+// maxFeedbackBytes caps a feedback body: a 5,000-character comment and a 2,048-character URL fit
+// many times over.
+const maxFeedbackBytes = 64 << 10
+
+// feedbackRules are the bounds of POST /feedback (api.md §4.9), in code points.
+const (
+	maxFeedbackComment   = 5000
+	maxFeedbackURL       = 2048
+	maxFeedbackIDChars   = 128
+	maxFeedbackCommunity = 64
+)
+
+// feedback is POST /feedback: checked as the reference checks it, then written to the log.
+// Unknown fields are ignored, as the reference's model does.
+func (s *Server) feedback(c echo.Context) error {
+	obj, err := readJSONObject(c, maxFeedbackBytes)
+	if err != nil {
+		return err
+	}
+	v := &bodyCheck{obj: obj}
+	community := v.str("community_id", true, 1, maxFeedbackCommunity)
+	kind := v.str("feedback_type", false, 0, 0)
+	if _, set := obj["feedback_type"]; !set {
+		kind = "response"
+	}
+	if kind != "response" && kind != "general" {
+		v.fail("literal_error", "feedback_type", "Input should be 'response' or 'general'", obj["feedback_type"], map[string]any{"expected": "'response' or 'general'"})
+	}
+	sentiment := v.optStr("sentiment", 0)
+	comment := v.optStr("comment", maxFeedbackComment)
+	chatRequestID := v.optStr("request_id", maxFeedbackIDChars)
+	sessionID := v.optStr("session_id", maxFeedbackIDChars)
+	pageURL := v.optStr("page_url", maxFeedbackURL)
+	index := v.optInt("message_index")
+	if comment != nil && strings.TrimSpace(*comment) == "" {
+		comment = nil
+	}
+	if pageURL != nil && !strings.HasPrefix(*pageURL, "http://") && !strings.HasPrefix(*pageURL, "https://") {
+		v.fail("value_error", "page_url", "Value error, page_url must be an http(s) URL", *pageURL, nil)
+	}
+	switch kind {
+	case "response":
+		if sentiment == nil || (*sentiment != "up" && *sentiment != "down") {
+			v.fail("value_error", "sentiment", "Value error, response feedback needs sentiment 'up' or 'down'", obj["sentiment"], nil)
+		}
+	case "general":
+		if comment == nil {
+			v.fail("value_error", "comment", "Value error, general feedback needs a comment", obj["comment"], nil)
+		}
+		sentiment = nil
+	}
+	if len(v.items) > 0 {
+		return &validationError{items: v.items}
+	}
+	if _, ok := s.cat.Load().byID[community]; !ok {
+		return &apiError{http.StatusNotFound, "Unknown community: " + community}
+	}
+	id := newUUID()
+	attrs := []slog.Attr{
+		slog.String("feedback_id", id), slog.String("community", community), slog.String("feedback_type", kind),
+		slog.String("request_id", requestID(c)), slog.String("origin", c.Request().Header.Get("Origin")),
+	}
+	for _, f := range []struct {
+		k string
+		v *string
+	}{{"sentiment", sentiment}, {"comment", comment}, {"chat_request_id", chatRequestID}, {"session_id", sessionID}, {"page_url", pageURL}} {
+		if f.v != nil {
+			attrs = append(attrs, slog.String(f.k, *f.v))
+		}
+	}
+	if index != nil {
+		attrs = append(attrs, slog.Int64("message_index", *index))
+	}
+	s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "feedback", attrs...)
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "feedback_id": id})
+}
+
+// readJSONObject reads a JSON object body of at most limit bytes. Syntax errors become the
+// 422 shape FastAPI gives them.
+func readJSONObject(c echo.Context, limit int64) (map[string]any, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errBodyTooLarge
+		}
+		return nil, &apiError{http.StatusBadRequest, "could not read the request body"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil || dec.More() {
+		return nil, &validationError{items: []detailItem{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: map[string]any{}, Ctx: map[string]any{"error": jsonErrText(err)}}}}
+	}
+	if obj == nil {
+		return nil, &validationError{items: []detailItem{{Type: "model_attributes_type", Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object to extract fields from", Input: nil}}}
+	}
+	return obj, nil
+}
+
+func jsonErrText(err error) string {
+	if err == nil {
+		return "trailing data after the JSON value"
+	}
+	return err.Error()
+}
+
+// bodyCheck collects FastAPI-shaped problems for a decoded JSON object.
+type bodyCheck struct {
+	obj   map[string]any
+	items []detailItem
+}
+
+func (v *bodyCheck) fail(typ, field, msg string, input any, ctx map[string]any) {
+	v.items = append(v.items, detailItem{Type: typ, Loc: []any{"body", field}, Msg: msg, Input: clipInput(input), Ctx: ctx})
+}
+
+// clipInput keeps an echoed input small: a long string is cut, so an error body never grows
+// with the request.
+func clipInput(in any) any {
+	if s, ok := in.(string); ok && utf8.RuneCountInString(s) > 200 {
+		return string([]rune(s)[:200]) + "…"
+	}
+	return in
+}
+
+func (v *bodyCheck) str(field string, required bool, minLen, maxLen int) string {
+	raw, set := v.obj[field]
+	if !set || raw == nil {
+		if required {
+			v.fail("missing", field, "Field required", nil, nil)
+		}
+		return ""
+	}
+	s, ok := raw.(string)
+	if !ok {
+		v.fail("string_type", field, "Input should be a valid string", raw, nil)
+		return ""
+	}
+	n := utf8.RuneCountInString(s)
+	if n < minLen {
+		v.fail("string_too_short", field, fmt.Sprintf("String should have at least %d character", minLen), s, map[string]any{"min_length": minLen})
+	}
+	if maxLen > 0 && n > maxLen {
+		v.fail("string_too_long", field, fmt.Sprintf("String should have at most %d characters", maxLen), s, map[string]any{"max_length": maxLen})
+	}
+	return s
+}
+
+func (v *bodyCheck) optStr(field string, maxLen int) *string {
+	if raw, set := v.obj[field]; !set || raw == nil {
+		return nil
+	}
+	before := len(v.items)
+	s := v.str(field, false, 0, maxLen)
+	if len(v.items) > before {
+		return nil
+	}
+	return &s
+}
+
+func (v *bodyCheck) optInt(field string) *int64 {
+	raw, set := v.obj[field]
+	if !set || raw == nil {
+		return nil
+	}
+	n, ok := raw.(json.Number)
+	if !ok {
+		v.fail("int_type", field, "Input should be a valid integer", raw, nil)
+		return nil
+	}
+	i, err := n.Int64()
+	if err != nil {
+		v.fail("int_parsing", field, "Input should be a valid integer", raw, nil)
+		return nil
+	}
+	if i < 0 {
+		v.fail("greater_than_equal", field, "Input should be greater than or equal to 0", i, map[string]any{"ge": 0})
+		return nil
+	}
+	return &i
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,72 @@
+package routers
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the Prometheus series the server exposes on GET /metrics. Each Server has its own
+// registry, so tests can build several servers in one process.
+type metrics struct {
+	reg           *prometheus.Registry
+	requests      *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	configStatus  *prometheus.GaugeVec
+	reloadSuccess prometheus.Gauge
+	reloadTime    prometheus.Gauge
+	reloads       *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "assistant_http_requests_total", Help: "HTTP requests by route template, method and status code.",
+		}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "assistant_http_request_duration_seconds", Help: "Time to answer an HTTP request, by route template.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 30, 120},
+		}, []string{"route"}),
+		configStatus: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "assistant_community_config_status", Help: "1 for the status each community is served with (healthy, or degraded when its lock overlay failed and its client tools are off).",
+		}, []string{"community", "status"}),
+		reloadSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "assistant_config_last_reload_success", Help: "1 if the last (re)load of the communities succeeded, 0 if it failed and the previous ones are still served.",
+		}),
+		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "assistant_config_last_reload_timestamp_seconds", Help: "When the communities were last (re)loaded, successfully or not.",
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "assistant_config_reloads_total", Help: "Loads of the communities by result.",
+		}, []string{"result"}),
+	}
+	m.reg.MustRegister(m.requests, m.duration, m.configStatus, m.reloadSuccess, m.reloadTime, m.reloads,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) observe(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (m *metrics) communities(cat *catalog) {
+	m.configStatus.Reset()
+	for _, id := range cat.ids {
+		m.configStatus.WithLabelValues(id, cat.byID[id].status).Set(1)
+	}
+}
+
+func (m *metrics) reloaded(ok bool) {
+	m.reloadTime.SetToCurrentTime()
+	if ok {
+		m.reloadSuccess.Set(1)
+		m.reloads.WithLabelValues("success").Inc()
+	} else {
+		m.reloadSuccess.Set(0)
+		m.reloads.WithLabelValues("failure").Inc()
+	}
+}

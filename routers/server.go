@@ -1,0 +1,89 @@
+package routers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/osc-assistant/assistant/config"
+)
+
+// Server is the HTTP API. Build it with New; it is an http.Handler.
+type Server struct {
+	e       *echo.Echo
+	deps    Deps
+	log     *slog.Logger
+	cat     atomic.Pointer[catalog]
+	metrics *metrics
+	// reloadMu makes reloads take turns; requests never wait on it.
+	reloadMu sync.Mutex
+}
+
+// New builds the server from the communities loaded at start.
+func New(deps Deps) (*Server, error) {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{deps: deps, log: deps.Logger, metrics: newMetrics()}
+	cat, err := newCatalog(deps.Communities, deps.Settings, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.cat.Store(cat)
+	s.metrics.communities(cat)
+	s.metrics.reloaded(true)
+	s.e = s.routes()
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+
+// ErrReloadFailed is returned by Reload when the new communities did not load; the old ones
+// keep being served.
+var ErrReloadFailed = errors.New("reload failed; still serving the previous communities")
+
+// Reload loads every community again and swaps the new catalog in atomically. When loading
+// fails, it logs every error, keeps serving the old catalog and returns ErrReloadFailed.
+// Requests in flight finish on the catalog they started with.
+func (s *Server) Reload(ctx context.Context) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	start := time.Now()
+	set, err := s.deps.Load(ctx)
+	var list config.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			s.log.Error("reload: config error", slog.String("error", e.Error()))
+		}
+		if len(list.Fatal()) > 0 {
+			s.metrics.reloaded(false)
+			return ErrReloadFailed
+		}
+	} else if err != nil {
+		s.log.Error("reload failed", slog.Any("error", err))
+		s.metrics.reloaded(false)
+		return ErrReloadFailed
+	}
+	cat, err := newCatalog(set, s.deps.Settings, s.log)
+	if err != nil {
+		s.log.Error("reload failed", slog.Any("error", err))
+		s.metrics.reloaded(false)
+		return ErrReloadFailed
+	}
+	s.cat.Store(cat)
+	s.metrics.communities(cat)
+	s.metrics.reloaded(true)
+	s.log.Info("reloaded communities", slog.Int("communities", len(cat.ids)), slog.Duration("duration", time.Since(start)))
+	return nil
+}
+
+// toolsOff reports whether c's client tools are switched off right now.
+func (s *Server) toolsOff(id string) bool {
+	return config.ClientToolsDisabled(s.deps.Getenv, id)
+}

@@ -1,0 +1,38 @@
+package routers
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/osc-assistant/assistant/config"
+)
+
+// Settings are the process settings the HTTP layer needs.
+type Settings struct {
+	// BasePath mounts every route under a prefix such as /osa ("" for none). It never ends in /.
+	BasePath string
+	// Deployment is the deployment whose per-deployment values are served.
+	Deployment config.Deployment
+	// CORSOrigins are origins allowed on every route, in addition to each community's own.
+	CORSOrigins []string
+	// AdminKey guards the admin routes (X-API-Key). Empty disables them.
+	AdminKey string
+	// DefaultModel is the model a community without default_model runs.
+	DefaultModel string
+	Version      string
+	Commit       string
+}
+
+// Deps is everything the server is built from.
+type Deps struct {
+	Settings Settings
+	Logger   *slog.Logger
+	// Getenv reads the environment; the client-tool kill switch is read through it on every
+	// request.
+	Getenv func(string) string
+	// Load loads every community. It is called by Reload; the first catalog comes from
+	// Communities.
+	Load func(ctx context.Context) (*config.Set, error)
+	// Communities is the set loaded at start.
+	Communities *config.Set
+}

@@ -1,0 +1,229 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "assistant-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "assistant")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/assistant")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the binary:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// process is a running assistant serve.
+type process struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *syncBuffer
+}
+
+// syncBuffer is the process's stderr, written by exec's copier while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Len() int { return len(s.String()) }
+
+// serve starts the binary on a free loopback port and waits for it to say where it serves.
+func serve(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, stderr: &syncBuffer{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	select {
+	case line := <-lines:
+		i := strings.Index(line, "http://")
+		if i < 0 {
+			t.Fatalf("unexpected first line %q", line)
+		}
+		p.url = strings.TrimSuffix(line[i:], "/")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("server did not start; stderr:\n%s", p.stderr)
+	}
+	return p
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	cmd := exec.Command("cp", "-R", from+"/.", to)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("copy: %v %s", err, out)
+	}
+}
+
+// waitFor polls until cond holds: the reload runs in the server after the signal is delivered.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestServeShippedCommunities(t *testing.T) {
+	p := serve(t, nil, "--communities", "../communities")
+	for _, id := range []string{"bids", "hed", "nemar"} {
+		if code, body := get(t, p.url+"/"+id); code != 200 || !strings.Contains(body, `"id":"`+id+`"`) {
+			t.Errorf("GET /%s: %d %s", id, code, body)
+		}
+	}
+	if code, _ := get(t, p.url+"/nemar/runtime/nemar_tools-0.1.0-py3-none-any.whl"); code != 200 {
+		t.Errorf("wheel: %d", code)
+	}
+}
+
+// TestBrokenConfigStopsStart: a config error stops the process before it listens.
+func TestBrokenConfigStopsStart(t *testing.T) {
+	dir := t.TempDir()
+	copyTree(t, "../communities", dir)
+	if err := os.WriteFile(filepath.Join(dir, "bids/config.yaml"), []byte("id: bids\nname: BIDS\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--communities", dir).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1; output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "bids/config.yaml:1:1: description: required field is missing") || strings.Contains(string(out), "serving on") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestBadDeploymentStopsStart(t *testing.T) {
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--communities", "../communities")
+	cmd.Env = append(os.Environ(), "ASSISTANT_DEPLOYMENT=staging")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `staging`) || !strings.Contains(string(out), "must be one of (production, develop)") || strings.Contains(string(out), "serving on") {
+		t.Fatalf("err %v, output:\n%s", err, out)
+	}
+}
+
+// TestSIGHUPReload: a broken config on SIGHUP keeps the old communities; a good one swaps.
+func TestSIGHUPReload(t *testing.T) {
+	dir := t.TempDir()
+	copyTree(t, "../communities", dir)
+	p := serve(t, nil, "--communities", dir)
+	file := filepath.Join(dir, "bids/config.yaml")
+	good, _ := os.ReadFile(file)
+	if err := os.WriteFile(file, []byte("id: bids\nname: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := p.stderr.Len()
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failed reload to be logged", func() bool {
+		return strings.Contains(p.stderr.String()[before:], "reload: config error")
+	})
+	if code, body := get(t, p.url+"/bids"); code != 200 || !strings.Contains(body, `"name":"BIDS"`) {
+		t.Fatalf("after a broken reload: %d %s", code, body)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(string(good), "name: BIDS", "name: BIDS reloaded", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the good reload to swap", func() bool {
+		_, body := get(t, p.url+"/bids")
+		return strings.Contains(body, `"name":"BIDS reloaded"`)
+	})
+}
+
+// TestGracefulShutdown: SIGTERM ends the process with status 0.
+func TestGracefulShutdown(t *testing.T) {
+	p := serve(t, nil, "--communities", "../communities")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v; stderr:\n%s", err, p.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("did not stop")
+	}
+	if !strings.Contains(p.stderr.String(), `"msg":"stopped"`) {
+		t.Errorf("no stop log:\n%s", p.stderr)
+	}
+}
