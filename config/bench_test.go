@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // nemarSized is a NEMAR-sized community (every part of runtime.python, a rich widget, MCP and a
@@ -35,7 +37,28 @@ func BenchmarkLoad(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.Run(fmt.Sprintf("communities=%d", n), func(b *testing.B) {
+		// The baseline reads and parses the same files and checks nothing: the floor any loader
+		// pays, so the ratio to it is what the checks cost.
+		b.Run(fmt.Sprintf("communities=%d/baseline=parse-only", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				entries, err := os.ReadDir(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, e := range entries {
+					data, err := os.ReadFile(filepath.Join(dir, e.Name(), "config.yaml"))
+					if err != nil {
+						b.Fatal(err)
+					}
+					var node yaml.Node
+					if err := yaml.Unmarshal(data, &node); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("communities=%d/load", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				set, err := Load(context.Background(), dir, Options{})

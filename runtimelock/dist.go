@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // pyodideLocks holds the stock lock of every Pyodide release we support, exactly as the
@@ -64,12 +65,26 @@ func CheckVersion(version string) []Problem {
 	}}
 }
 
-// Distribution returns the stock lock of a supported Pyodide release. The embedded JSON is
-// parsed on every call; callers keep the *Dist they need.
+// distributions holds each embedded lock once parsed. A *Dist is never modified after
+// parsing, so sharing it is safe; parsing one costs about 3 ms, which a load of hundreds of
+// communities would otherwise pay for each of them.
+var distributions sync.Map // version → *Dist
+
+// Distribution returns the stock lock of a supported Pyodide release. The returned *Dist is
+// shared and read-only.
 func Distribution(version string) (*Dist, bool) {
+	if d, ok := distributions.Load(version); ok {
+		return d.(*Dist), true
+	}
 	if !slices.Contains(SupportedVersions(), version) {
 		return nil, false
 	}
+	d := parseDistribution(version)
+	actual, _ := distributions.LoadOrStore(version, d)
+	return actual.(*Dist), true
+}
+
+func parseDistribution(version string) *Dist {
 	data, err := pyodideLocks.ReadFile(path.Join("pyodide", version, "pyodide-lock.json"))
 	if err != nil {
 		panic(err) // listed by SupportedVersions, so embedded
@@ -97,7 +112,7 @@ func Distribution(version string) (*Dist, bool) {
 			Imports: p.Imports, Depends: p.Depends,
 		}
 	}
-	return d, true
+	return d
 }
 
 // Package returns the distribution's package of that name, compared in canonical form.
