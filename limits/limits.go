@@ -49,6 +49,14 @@ const (
 	MaxMessageChars CodePoints = 10000
 	// MaxSessionMessages caps the messages one session may hold.
 	MaxSessionMessages = 300
+	// MaxSessionIDChars caps a session id.
+	MaxSessionIDChars CodePoints = 256
+	// MaxPageURLChars caps page_context.url.
+	MaxPageURLChars CodePoints = 2048
+	// MaxPageTitleChars caps page_context.title.
+	MaxPageTitleChars CodePoints = 500
+	// MaxWidgetInstructionChars caps page_context.widget_instructions.
+	MaxWidgetInstructionChars CodePoints = 2000
 )
 
 // Community config caps (config.md §3.1, §4.1).
