@@ -22,12 +22,18 @@ run: build ## serve the shipped communities on :8080
 	./bin/assistant serve
 
 .PHONY: test
-test: ## run every test (race detector on)
-	$(GO) test -race -count=1 ./...
+test: ## run every test (race detector on), Redis ones against a throwaway redis-server
+	scripts/with_redis.sh $(GO) test -race -count=1 ./...
 
 .PHONY: bench
-bench: ## run the Go benchmarks
-	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
+bench: ## run the Go benchmarks (Redis ones against a throwaway redis-server)
+	scripts/with_redis.sh $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
+
+.PHONY: redis-start redis-stop
+redis-start: ## start the test redis-server (scripts/redis.sh addr prints its address)
+	scripts/redis.sh start
+redis-stop: ## stop the test redis-server
+	scripts/redis.sh stop
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for a short while

@@ -130,6 +130,9 @@ func newCommunity(c *config.Community, s Settings, log *slog.Logger) (*community
 	if c.DefaultModel != nil {
 		model = *c.DefaultModel
 	}
+	if s.ResolveModel != nil {
+		model = s.ResolveModel(c)
+	}
 	pc := publicConfig{
 		ID:                   c.ID,
 		Name:                 c.Name,

@@ -2,10 +2,15 @@ package routers
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/toolresults"
 )
 
 // apiError is an error with the status and the detail text a client sees. Handlers return it
@@ -28,6 +33,9 @@ var (
 	errAdminKeyRequired   = &apiError{http.StatusUnauthorized, "Admin API key required"}
 	errInvalidAdminKey    = &apiError{http.StatusForbidden, "Invalid API key"}
 	errBodyTooLarge       = &apiError{http.StatusRequestEntityTooLarge, "Request body too large"}
+	errSessionNotFound    = &apiError{http.StatusNotFound, "Session not found or expired."}
+	errNoOutstandingCall  = &apiError{http.StatusConflict, "No outstanding browser call with that id for this session."}
+	errSessionFull        = &apiError{http.StatusBadRequest, fmt.Sprintf("Session has reached max messages (%d). Start a new session.", limits.MaxSessionMessages)}
 	errInternal           = &apiError{http.StatusInternalServerError, "Internal server error. Please contact support if the issue persists."}
 )
 
@@ -38,6 +46,13 @@ type detailItem struct {
 	Msg   string         `json:"msg"`
 	Input any            `json:"input"`
 	Ctx   map[string]any `json:"ctx,omitempty"`
+}
+
+// rateLimitBody is the edge proxy's 429 body, in its key order.
+type rateLimitBody struct {
+	Error      string `json:"error"`
+	Details    string `json:"details"`
+	RetryAfter int    `json:"retry_after"`
 }
 
 // validationError is a request body that failed its rules: 422 with every problem at once.
@@ -55,6 +70,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 		body   any
 		api    *apiError
 		val    *validationError
+		tr     *toolresults.ValidationError
+		rl     *rateLimited
 		he     *echo.HTTPError
 		mbe    *http.MaxBytesError
 	)
@@ -63,6 +80,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 		status, body = api.status, map[string]string{"detail": api.detail}
 	case errors.As(err, &val):
 		status, body = http.StatusUnprocessableEntity, map[string]any{"detail": val.items}
+	case errors.As(err, &tr):
+		status, body = http.StatusUnprocessableEntity, map[string]any{"detail": tr.Errors}
+	case errors.As(err, &rl):
+		// The edge proxy's shape, which the widget reads (api.md §9).
+		c.Response().Header().Set("Retry-After", strconv.Itoa(rl.retryAfter))
+		status, body = http.StatusTooManyRequests, rateLimitBody{Error: "Rate limit exceeded", Details: rl.details, RetryAfter: rl.retryAfter}
 	case errors.As(err, &mbe):
 		status, body = errBodyTooLarge.status, map[string]string{"detail": errBodyTooLarge.detail}
 	case errors.As(err, &he):

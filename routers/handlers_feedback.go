@@ -13,6 +13,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/osc-assistant/assistant/chat"
+	"github.com/osc-assistant/assistant/limits"
 )
 
 // maxFeedbackBytes caps a feedback body: a 5,000-character comment and a 2,048-character URL fit
@@ -95,13 +98,9 @@ func (s *Server) feedback(c echo.Context) error {
 // readJSONObject reads a JSON object body of at most limit bytes. Syntax errors become the
 // 422 shape FastAPI gives them.
 func readJSONObject(c echo.Context, limit int64) (map[string]any, error) {
-	data, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	data, err := readBody(c, limit)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, errBodyTooLarge
-		}
-		return nil, &apiError{http.StatusBadRequest, "could not read the request body"}
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -113,6 +112,19 @@ func readJSONObject(c echo.Context, limit int64) (map[string]any, error) {
 		return nil, &validationError{items: []detailItem{{Type: "model_attributes_type", Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object to extract fields from", Input: nil}}}
 	}
 	return obj, nil
+}
+
+// readBody reads at most limit bytes of the request body.
+func readBody(c echo.Context, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errBodyTooLarge
+		}
+		return nil, &apiError{http.StatusBadRequest, "could not read the request body"}
+	}
+	return data, nil
 }
 
 func jsonErrText(err error) string {
@@ -196,6 +208,78 @@ func (v *bodyCheck) optInt(field string) *int64 {
 		return nil
 	}
 	return &i
+}
+
+func (v *bodyCheck) optBool(field string) *bool {
+	raw, set := v.obj[field]
+	if !set || raw == nil {
+		return nil
+	}
+	b, ok := raw.(bool)
+	if !ok {
+		v.fail("bool_type", field, "Input should be a valid boolean", raw, nil)
+		return nil
+	}
+	return &b
+}
+
+// strList reads an optional list of strings of at most maxItems.
+func (v *bodyCheck) strList(field string, maxItems int) []string {
+	raw, set := v.obj[field]
+	if !set || raw == nil {
+		return nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		v.fail("list_type", field, "Input should be a valid list", raw, nil)
+		return nil
+	}
+	if len(list) > maxItems {
+		v.fail("too_long", field, fmt.Sprintf("List should have at most %d items after validation, not %d", maxItems, len(list)), nil, map[string]any{"field_type": "List", "max_length": maxItems, "actual_length": len(list)})
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			v.items = append(v.items, detailItem{Type: "string_type", Loc: []any{"body", field, i}, Msg: "Input should be a valid string", Input: clipInput(item)})
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// pageContext reads the optional page_context object (api.md §4.2).
+func (v *bodyCheck) pageContext(field string) *chat.PageContext {
+	raw, set := v.obj[field]
+	if !set || raw == nil {
+		return nil
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		v.fail("model_type", field, "Input should be a valid dictionary or instance of PageContext", raw, nil)
+		return nil
+	}
+	inner := &bodyCheck{obj: obj}
+	var p chat.PageContext
+	if u := inner.optStr("url", int(limits.MaxPageURLChars)); u != nil {
+		if !strings.HasPrefix(*u, "http://") && !strings.HasPrefix(*u, "https://") {
+			inner.fail("value_error", "url", "Value error, url must start with http:// or https://", *u, nil)
+		}
+		p.URL = *u
+	}
+	if t := inner.optStr("title", int(limits.MaxPageTitleChars)); t != nil {
+		p.Title = *t
+	}
+	if w := inner.optStr("widget_instructions", int(limits.MaxWidgetInstructionChars)); w != nil {
+		p.WidgetInstructions = *w
+	}
+	for _, it := range inner.items {
+		it.Loc = append([]any{"body", field}, it.Loc[1:]...)
+		v.items = append(v.items, it)
+	}
+	return &p
 }
 
 // newUUID returns a random (version 4) UUID.

@@ -13,6 +13,7 @@ func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort, e.Debug = true, true, false
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = ipExtractor(s.deps.Settings.TrustedProxies)
 	e.Use(s.observe, middleware.Recover(), s.cors, middleware.BodyLimit("10M"))
 
 	base := s.deps.Settings.BasePath
@@ -40,6 +41,9 @@ func (s *Server) routes() *echo.Echo {
 	g.GET("/:c/", s.communityConfig)
 	g.GET("/:c/runtime/:file", s.runtimeWheel)
 	g.GET("/:c/logo", s.logo)
+	rl := s.deps.Settings.RateLimits
+	g.POST("/:c/chat", s.chatHandler, s.rateLimit("chat", rl.ChatPerMinute, rl.ChatPerHour))
+	g.POST("/:c/chat/resume", s.resumeHandler, s.rateLimit("resume", rl.ResumePerMinute, rl.ResumePerHour))
 
 	// Preflights for every route above.
 	g.OPTIONS("/*", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })

@@ -31,6 +31,9 @@ func New(deps Deps) (*Server, error) {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{deps: deps, log: deps.Logger, metrics: newMetrics()}
+	for _, c := range deps.Collectors {
+		s.metrics.reg.MustRegister(c)
+	}
 	cat, err := newCatalog(deps.Communities, deps.Settings, s.log)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,11 @@ package routers
 import (
 	"context"
 	"log/slog"
+	"net"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/config"
 )
 
@@ -19,8 +23,15 @@ type Settings struct {
 	AdminKey string
 	// DefaultModel is the model a community without default_model runs.
 	DefaultModel string
+	// ResolveModel, when set, says which model a request without a model and without a key
+	// of its own actually runs for a community (what GET /{c} reports as default_model).
+	ResolveModel func(c *config.Community) string
 	Version      string
 	Commit       string
+	// RateLimits limit the chat routes per client IP and community.
+	RateLimits RateLimits
+	// TrustedProxies are the networks whose X-Forwarded-For is believed.
+	TrustedProxies []*net.IPNet
 }
 
 // Deps is everything the server is built from.
@@ -35,4 +46,10 @@ type Deps struct {
 	Load func(ctx context.Context) (*config.Set, error)
 	// Communities is the set loaded at start.
 	Communities *config.Set
+	// Engine runs chat turns.
+	Engine *chat.Engine
+	// Limiter counts requests for the rate limits; nil disables them.
+	Limiter Limiter
+	// Registerer receives extra metrics (the budget gauge), or nil.
+	Collectors []prometheus.Collector
 }

@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/routers"
 	"github.com/osc-assistant/assistant/runtimelock"
@@ -29,9 +32,15 @@ type serveSettings struct {
 	deployment   string
 	adminKey     string
 	redisURL     string
+	redisPrefix  string
 	corsOrigins  string
 	defaultModel string
 	logFormat    string
+	rateLimits   string
+	trusted      string
+	prices       string
+	// now is the clock of sessions and parked calls; nil is the real one. Tests set it.
+	now func() time.Time
 }
 
 const serveUsage = `usage: assistant serve [flags]
@@ -65,8 +74,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&s.deployment, "deployment", env("ASSISTANT_DEPLOYMENT", "OSA_DEPLOYMENT"), "production or develop; default: develop when the base path is /osa-dev, else production (ASSISTANT_DEPLOYMENT, alias OSA_DEPLOYMENT)")
 	fs.StringVar(&s.adminKey, "admin-key", env("ASSISTANT_ADMIN_KEY"), "X-API-Key for the admin routes; empty disables them (ASSISTANT_ADMIN_KEY)")
 	fs.StringVar(&s.redisURL, "redis-url", env("ASSISTANT_REDIS_URL"), "Redis URL for shared state, e.g. redis://127.0.0.1:6379/0 (ASSISTANT_REDIS_URL)")
+	fs.StringVar(&s.redisPrefix, "redis-prefix", or(env("ASSISTANT_REDIS_PREFIX"), "assistant:"), "prefix of every Redis key, so several deployments can share one Redis (ASSISTANT_REDIS_PREFIX)")
 	fs.StringVar(&s.corsOrigins, "cors-origins", env("ASSISTANT_CORS_ORIGINS"), "comma-separated origins allowed on every route, in addition to each community's cors_origins (ASSISTANT_CORS_ORIGINS)")
 	fs.StringVar(&s.defaultModel, "default-model", or(env("ASSISTANT_DEFAULT_MODEL"), "scripted/demo"), "model for communities without default_model (ASSISTANT_DEFAULT_MODEL)")
+	fs.StringVar(&s.rateLimits, "rate-limits", env("ASSISTANT_RATE_LIMITS"), "per client IP and community, e.g. chat_minute=10,chat_hour=20,resume_minute=10,resume_hour=100 (0 turns one off); default: the reference's numbers for the deployment (ASSISTANT_RATE_LIMITS)")
+	fs.StringVar(&s.trusted, "trusted-proxies", env("ASSISTANT_TRUSTED_PROXIES"), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed (ASSISTANT_TRUSTED_PROXIES)")
+	fs.StringVar(&s.prices, "prices", env("ASSISTANT_PRICES"), "JSON file of model prices in USD per million tokens, {\"anthropic/claude-haiku-4-5\": {\"input_per_mtok\": 1, \"output_per_mtok\": 5}}; default: a built-in table (ASSISTANT_PRICES)")
 	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
@@ -108,7 +121,7 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 
 // buildServer follows the start-up order: settings, then every community (anything broken stops
 // here, before listening), then the HTTP handler.
-func buildServer(ctx context.Context, s serveSettings, getenv func(string) string, log *slog.Logger) (*routers.Server, error) {
+func buildServer(ctx context.Context, s serveSettings, getenv func(string) string, log *slog.Logger) (*routers.Server, func(), error) {
 	depEnv := func(k string) string {
 		switch k {
 		case "ASSISTANT_DEPLOYMENT":
@@ -120,7 +133,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	}
 	dep, err := config.ServingDeployment(depEnv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	locks := &runtimelock.Cache{}
 	load := func(ctx context.Context) (*config.Set, error) {
@@ -133,10 +146,10 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 			log.Error("config error", slog.String("error", e.Error()), slog.Bool("fails_closed", e.FailsClosed))
 		}
 		if fatal := list.Fatal(); len(fatal) > 0 {
-			return nil, fmt.Errorf("%d config %s in %s; fix them or run assistant validate", len(fatal), plural(len(fatal), "error", "errors"), s.communities)
+			return nil, nil, fmt.Errorf("%d config %s in %s; fix them or run assistant validate", len(fatal), plural(len(fatal), "error", "errors"), s.communities)
 		}
 	} else if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var origins []string
 	for o := range strings.SplitSeq(s.corsOrigins, ",") {
@@ -144,16 +157,50 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 			origins = append(origins, o)
 		}
 	}
-	return routers.New(routers.Deps{
+	rl, err := parseRateLimits(s.rateLimits, dep)
+	if err != nil {
+		return nil, nil, err
+	}
+	trusted, err := parseCIDRs(s.trusted)
+	if err != nil {
+		return nil, nil, err
+	}
+	prices, err := loadPrices(s.prices)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := openStore(ctx, s.redisURL, s.redisPrefix, s.now, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	models := &chat.Models{Getenv: getenv, Default: s.defaultModel}
+	spent := chat.BudgetMetric()
+	engine := &chat.Engine{
+		Store:  st,
+		Models: models,
+		Budget: &chat.Budget{Store: st, Prices: prices, Log: log, Spent: spent},
+		Log:    log,
+		Now:    s.now,
+	}
+	srv, err := routers.New(routers.Deps{
 		Settings: routers.Settings{
 			BasePath: s.basePath, Deployment: dep, CORSOrigins: origins, AdminKey: s.adminKey,
-			DefaultModel: s.defaultModel, Version: version, Commit: commit,
+			DefaultModel: s.defaultModel, ResolveModel: models.DefaultModel, Version: version, Commit: commit,
+			RateLimits: rl, TrustedProxies: trusted,
 		},
 		Logger:      log,
 		Getenv:      getenv,
 		Load:        load,
 		Communities: set,
+		Engine:      engine,
+		Limiter:     st,
+		Collectors:  []prometheus.Collector{spent},
 	})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return srv, func() { _ = st.Close() }, nil
 }
 
 // runServe is assistant serve.
@@ -167,11 +214,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return 2
 	}
 	log := newLogger(s.logFormat, stderr)
-	srv, err := buildServer(ctx, s, getenv, log)
+	srv, closeState, err := buildServer(ctx, s, getenv, log)
 	if err != nil {
 		log.Error("not starting", slog.Any("error", err))
 		return 1
 	}
+	defer closeState()
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		log.Error("not starting", slog.Any("error", err))

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -49,15 +50,26 @@ type testServer struct {
 // startServer builds the server exactly as serve does, from flags, and serves it on loopback.
 func startServer(t *testing.T, args ...string) *testServer {
 	t.Helper()
+	return startServerWith(t, nil, nil, args...)
+}
+
+// startServerWith is startServer with an environment and a clock.
+func startServerWith(t *testing.T, environ map[string]string, now func() time.Time, args ...string) *testServer {
+	t.Helper()
 	e := &env{m: map[string]string{}}
+	for k, v := range environ {
+		e.m[k] = v
+	}
 	s, err := parseServe(append([]string{"--communities", "../../communities"}, args...), e.get, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := buildServer(context.Background(), s, e.get, slog.New(slog.DiscardHandler))
+	s.now = now
+	srv, closeState, err := buildServer(context.Background(), s, e.get, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(closeState)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return &testServer{Server: ts, srv: srv, env: e}

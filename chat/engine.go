@@ -1,0 +1,587 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/store"
+	"github.com/osc-assistant/assistant/toolresults"
+)
+
+// Errors the HTTP layer maps to statuses; they are returned before a stream opens.
+var (
+	// ErrSessionNotFound: /chat/resume named a session that does not exist (404).
+	ErrSessionNotFound = errors.New("session not found or expired")
+	// ErrNoOutstandingCall: no parked call with that id (409).
+	ErrNoOutstandingCall = errors.New("no outstanding browser call with that id for this session")
+	// ErrSessionFull: the session holds the most messages it may (400).
+	ErrSessionFull = errors.New("session has reached its maximum number of messages")
+)
+
+// Reader-facing texts (api.md §5, §6.2, §6.8).
+const (
+	msgBusy          = "This conversation is already working on a reply. Wait for it to finish before sending another message."
+	msgParkFailed    = "The assistant could not start a browser task."
+	msgOutOfRoom     = "The assistant ran out of room to write before it produced an answer, so there is nothing to show. Try again, or ask a narrower question."
+	msgCutOff        = "This answer was cut off because the assistant reached its length limit. Ask it to continue, or ask a narrower question."
+	msgEmpty         = "The assistant finished without writing an answer. Try again, or rephrase your question."
+	msgFailed        = "An error occurred while processing your request."
+	msgKeyRefused    = "The provider refused your API key. Check that it is valid and can use this model."
+	msgServerKey     = "The assistant is unavailable because of a server problem, and trying again will not help. Please contact support."
+	msgKeyThrottled  = "The provider is rate limiting your API key. Wait a moment and try again."
+	msgOnlyOne       = "Only one browser-executed tool call runs per turn; this call was not run. Wait for the pending call to finish before requesting another."
+	msgBudgetSpent   = "This reply has already run code in the browser the most times one reply may; this call was not run. Answer with what the earlier runs showed."
+	msgMovedOn       = "Browser execution did not complete: the conversation moved on before it was run."
+	msgNotInTime     = "Browser execution did not complete: it was not answered in time."
+	msgReplaced      = "Browser execution did not complete: it was replaced by a newer browser call."
+	unknownToolFmt   = "Unknown tool '%s': no server or client executor is registered for it."
+	invalidArgsFmt   = "Invalid arguments for %s: %s. Nothing was run; call it again with valid arguments."
+	stepLimitFmt     = "The current model (%s) used all its steps without finishing. Try again, or ask for a smaller part of the task."
+	unavailableFmt   = "The current model (%s) is not available right now. Try again later, or choose another model."
+	fullOutputTool   = "get_full_output"
+	turnLockTTL      = 300 * time.Second
+	maxStepsPerRun   = 10
+	maxArgProblems   = 5
+	maxArgProblemLen = 500
+)
+
+// Engine runs chat turns. Its fields are set once; it is safe for concurrent use.
+type Engine struct {
+	Store  store.Store
+	Models *Models
+	Budget *Budget
+	Now    func() time.Time
+	Log    *slog.Logger
+}
+
+// PageContext is the page the widget is embedded in.
+type PageContext struct {
+	URL, Title, WidgetInstructions string
+}
+
+// Turn is what one /chat or /chat/resume request asks for.
+type Turn struct {
+	Community  *config.Community
+	Deployment config.Deployment
+	SessionID  string
+	// Model is the request's model override, or "".
+	Model string
+	Page  *PageContext
+	// Declared are the client tools the caller can run; nil binds none.
+	Declared []string
+	Keys     Keys
+	// OriginOK: the request's Origin may spend the platform's key (api.md §9).
+	OriginOK bool
+	// ToolsOff: the client-tool kill switch is on for this community.
+	ToolsOff  bool
+	RequestID string
+}
+
+// Sink receives a turn's events. Open is called once, before the first event, when the answer
+// becomes a stream; errors returned before it are the request's HTTP errors.
+type Sink interface {
+	Open(sessionID string) error
+	Send(ev map[string]any) error
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Engine) log() *slog.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Chat runs one /chat turn: the reader's message, then the model's reply until it answers,
+// asks the browser to run code, or fails.
+func (e *Engine) Chat(ctx context.Context, t Turn, message string, sink Sink) error {
+	id := t.SessionID
+	if id == "" {
+		id = newID()
+	}
+	c := t.Community.ID
+	if _, _, err := e.Store.EnsureSession(ctx, c, id); err != nil {
+		return err
+	}
+	unlock, err := e.Store.Lock(ctx, c, id, turnLockTTL)
+	if errors.Is(err, store.ErrBusy) {
+		return openWithError(sink, id, msgBusy)
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sess, err := e.Store.Session(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if sess.MessageCount+2 > limits.MaxSessionMessages {
+		return ErrSessionFull
+	}
+	// A parked call the reader never answered is closed, so every tool call in the history
+	// keeps its result.
+	if call, ok, err := e.Store.Abandon(ctx, c, id); err != nil {
+		return err
+	} else if ok {
+		if err := e.closeCall(ctx, c, id, call, msgMovedOn); err != nil {
+			return err
+		}
+	}
+	user := Message{Role: RoleUser, Content: []Block{{Type: BlockText, Text: message}}}
+	if _, err := e.appendMsgs(ctx, c, id, user); err != nil {
+		return err
+	}
+	if err := openSession(sink, id); err != nil {
+		return err
+	}
+	history, err := e.history(ctx, c, id)
+	if err != nil {
+		return sendError(sink, msgFailed, t.RequestID)
+	}
+	return e.run(ctx, t, id, history, 0, sink)
+}
+
+// Resume runs one /chat/resume turn: the browser's result for the parked call, then the model
+// again.
+func (e *Engine) Resume(ctx context.Context, t Turn, res *toolresults.Result, sink Sink) error {
+	c, id := t.Community.ID, t.SessionID
+	if _, err := e.Store.Session(ctx, c, id); errors.Is(err, store.ErrNotFound) {
+		return ErrSessionNotFound
+	} else if err != nil {
+		return err
+	}
+	// The claim comes first: it is what makes a result count at most once, so of two
+	// concurrent resumes of one call exactly one gets past it.
+	call, err := e.Store.Claim(ctx, c, id, res.CallID)
+	if errors.Is(err, store.ErrNoParkedCall) {
+		if call.CallID != "" { // it expired: close it so the history stays valid
+			if err := e.closeCall(ctx, c, id, call, msgNotInTime); err != nil {
+				e.log().Error("closing an expired call", slog.Any("error", err))
+			}
+		}
+		return ErrNoOutstandingCall
+	}
+	if err != nil {
+		return err
+	}
+	stored := toolResultMessage(call, []Block{{Type: BlockText, Text: res.StoredText()}}, res.IsError())
+	if _, err := e.appendMsgs(ctx, c, id, stored); err != nil {
+		return err
+	}
+	unlock, err := e.Store.Lock(ctx, c, id, turnLockTTL)
+	if errors.Is(err, store.ErrBusy) {
+		// The result is kept in the history; the reply cannot continue while another turn runs.
+		return openWithError(sink, id, msgBusy)
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := openSession(sink, id); err != nil {
+		return err
+	}
+	history, err := e.history(ctx, c, id)
+	if err != nil {
+		return sendError(sink, msgFailed, t.RequestID)
+	}
+	route, rerr := e.route(ctx, t)
+	if rerr != "" {
+		return sendError(sink, rerr, t.RequestID)
+	}
+	// The model sees the live result, with images where its provider takes them; the history
+	// keeps only placeholders.
+	var live []Block
+	for _, b := range res.LiveBlocks(route.Provider.ImagesAllowed()) {
+		live = append(live, Block{Type: BlockType(b.Type), Text: b.Text, MediaType: b.MediaType, Data: b.Data})
+	}
+	history[len(history)-1] = toolResultMessage(call, live, res.IsError())
+	return e.loop(ctx, t, id, route, history, call.RunsBefore+1, sink)
+}
+
+// toolResultMessage is the user message answering a parked call, followed by the results of
+// the other calls of its batch that were kept with it.
+func toolResultMessage(call store.ParkedCall, content []Block, isError bool) Message {
+	m := Message{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: call.CallID, Content: content, IsError: isError}}}
+	var siblings []Block
+	if len(call.Carry) > 0 && json.Unmarshal(call.Carry, &siblings) == nil {
+		m.Content = append(m.Content, siblings...)
+	}
+	return m
+}
+
+// closeCall records that a parked call will never be answered.
+func (e *Engine) closeCall(ctx context.Context, c, id string, call store.ParkedCall, why string) error {
+	_, err := e.appendMsgs(ctx, c, id, toolResultMessage(call, []Block{{Type: BlockText, Text: why}}, true))
+	return err
+}
+
+func (e *Engine) appendMsgs(ctx context.Context, c, id string, msgs ...Message) (int, error) {
+	raw := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return 0, err
+		}
+		raw[i] = b
+	}
+	return e.Store.Append(ctx, c, id, raw...)
+}
+
+func (e *Engine) history(ctx context.Context, c, id string) ([]Message, error) {
+	raw, err := e.Store.History(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, 0, len(raw))
+	for _, r := range raw {
+		var m Message
+		if err := json.Unmarshal(r, &m); err != nil {
+			return nil, fmt.Errorf("stored message: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// route resolves the model and checks that the request may use it; a non-empty string is the
+// reader-facing refusal.
+func (e *Engine) route(ctx context.Context, t Turn) (Route, string) {
+	r, err := e.Models.Resolve(t.Community, t.Model, t.Keys)
+	if err != nil {
+		return Route{}, err.Error()
+	}
+	if !r.BYOK && !r.Free {
+		if !t.OriginOK {
+			return Route{}, MsgKeyRequired
+		}
+		if msg := e.Budget.Refusal(ctx, t.Community); msg != "" {
+			return Route{}, msg
+		}
+	}
+	return r, ""
+}
+
+func (e *Engine) run(ctx context.Context, t Turn, id string, history []Message, runs int, sink Sink) error {
+	route, msg := e.route(ctx, t)
+	if msg != "" {
+		return sendError(sink, msg, t.RequestID)
+	}
+	return e.loop(ctx, t, id, route, history, runs, sink)
+}
+
+// loop calls the model until it answers (done), parks a browser call (tool_request), or fails
+// (error). runs is how many browser results this reply has already returned.
+func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, history []Message, runs int, sink Sink) error {
+	c := t.Community.ID
+	tools := bindTools(t)
+	system := SystemPrompt(t.Community, t.Page)
+	for range maxStepsPerRun {
+		var text strings.Builder
+		var calls []Call
+		var stop string
+		var usage Usage
+		err := route.Provider.Stream(ctx, Request{Model: route.Name, System: system, Messages: history, Tools: tools.list, ReasoningEffort: deref(t.Community.ReasoningEffort)}, func(ev Event) error {
+			switch ev.Kind {
+			case TextDelta:
+				if ev.Text == "" {
+					return nil
+				}
+				text.WriteString(ev.Text)
+				return sink.Send(map[string]any{"event": "content", "content": ev.Text})
+			case ToolCall:
+				calls = append(calls, *ev.Call)
+				return sink.Send(map[string]any{"event": "tool_call", "name": clip(ev.Call.Name, 128)})
+			case Done:
+				stop, usage = ev.StopReason, ev.Usage
+			}
+			return nil
+		})
+		cost := e.Budget.Record(ctx, t.Community, route, usage)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // the reader went away
+			}
+			e.log().Warn("model call failed", slog.String("community", c), slog.String("model", route.Model), slog.Any("error", err))
+			return sendError(sink, providerErrorMessage(err, route), t.RequestID)
+		}
+		reply := text.String()
+		if len(calls) == 0 {
+			if strings.TrimSpace(reply) == "" {
+				if stop == "max_tokens" {
+					return sendError(sink, msgOutOfRoom, t.RequestID)
+				}
+				return sendError(sink, msgEmpty, t.RequestID)
+			}
+			if _, err := e.appendMsgs(ctx, c, id, Message{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: reply}}}); err != nil {
+				return sendError(sink, msgFailed, t.RequestID)
+			}
+			if stop == "max_tokens" {
+				if err := sink.Send(map[string]any{"event": "warning", "message": msgCutOff, "code": "cut_off"}); err != nil {
+					return err
+				}
+			}
+			return sink.Send(map[string]any{"event": "done", "session_id": id, "request_id": t.RequestID, "model": route.Model,
+				"content": reply, "citations": []any{}, "usage": replyUsage(usage, cost)})
+		}
+		assistant := Message{Role: RoleAssistant}
+		if reply != "" {
+			assistant.Content = append(assistant.Content, Block{Type: BlockText, Text: reply})
+		}
+		var results []Block
+		var parked *store.ParkedCall
+		for _, call := range calls {
+			input := call.Input
+			if len(input) == 0 {
+				input = json.RawMessage("{}")
+			}
+			assistant.Content = append(assistant.Content, Block{Type: BlockToolUse, ToolUseID: call.ID, Name: call.Name, Input: input})
+			tool, bound := tools.byName[call.Name]
+			if !bound {
+				results = append(results, errorResult(call.ID, fmt.Sprintf(unknownToolFmt, call.Name)))
+				continue
+			}
+			args, problems := tool.check(input)
+			switch {
+			case len(problems) > 0:
+				results = append(results, errorResult(call.ID, fmt.Sprintf(invalidArgsFmt, call.Name, argProblems(problems))))
+			case runs >= limits.MaxBrowserRunsPerReply:
+				results = append(results, errorResult(call.ID, msgBudgetSpent))
+			case parked != nil:
+				results = append(results, errorResult(call.ID, msgOnlyOne))
+			default:
+				parked = &store.ParkedCall{CallID: call.ID, Tool: call.Name, Args: args, RequiresPermission: tool.requiresPermission, RunsBefore: runs, CreatedAt: e.now()}
+			}
+		}
+		if parked != nil {
+			return e.park(ctx, t, id, route, assistant, results, *parked, reply, usage, cost, sink)
+		}
+		next := Message{Role: RoleUser, Content: results}
+		if _, err := e.appendMsgs(ctx, c, id, assistant, next); err != nil {
+			return sendError(sink, msgFailed, t.RequestID)
+		}
+		history = append(history, assistant, next)
+	}
+	return sendError(sink, fmt.Sprintf(stepLimitFmt, route.Model), t.RequestID)
+}
+
+// park stores the assistant message, parks the browser call with the batch's other results,
+// and ends the run with tool_request.
+func (e *Engine) park(ctx context.Context, t Turn, id string, route Route, assistant Message, siblings []Block, call store.ParkedCall, reply string, usage Usage, cost *float64, sink Sink) error {
+	c := t.Community.ID
+	if len(siblings) > 0 {
+		b, err := json.Marshal(siblings)
+		if err != nil {
+			return sendError(sink, msgParkFailed, t.RequestID)
+		}
+		call.Carry = b
+	}
+	if _, err := e.appendMsgs(ctx, c, id, assistant); err != nil {
+		return sendError(sink, msgParkFailed, t.RequestID)
+	}
+	// A different call still parked is replaced; close it first so its tool_use keeps a result.
+	if old, ok, err := e.Store.Abandon(ctx, c, id); err == nil && ok {
+		_ = e.closeCall(ctx, c, id, old, msgReplaced)
+	}
+	if err := e.Store.Park(ctx, c, id, call); err != nil {
+		return sendError(sink, msgParkFailed, t.RequestID)
+	}
+	var args any
+	_ = json.Unmarshal(call.Args, &args)
+	return sink.Send(map[string]any{"event": "tool_request", "session_id": id, "call_id": call.CallID, "tool": call.Tool,
+		"args": args, "requires_permission": call.RequiresPermission, "content": reply, "citations": []any{},
+		"usage": replyUsage(usage, cost), "model": route.Model})
+}
+
+func errorResult(callID, text string) Block {
+	return Block{Type: BlockToolResult, ToolUseID: callID, IsError: true, Content: []Block{{Type: BlockText, Text: text}}}
+}
+
+func argProblems(problems []string) string {
+	s := strings.Join(problems[:min(len(problems), maxArgProblems)], "; ")
+	return clip(s, maxArgProblemLen)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
+
+// replyUsage is the usage object of done and tool_request, or nil when nothing was counted.
+func replyUsage(u Usage, cost *float64) any {
+	if u.InputTokens == 0 && u.OutputTokens == 0 {
+		return nil
+	}
+	return map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cache_read_tokens": 0,
+		"cache_creation_tokens": 0, "estimated_cost": cost, "partial": false}
+}
+
+func openSession(sink Sink, id string) error {
+	if err := sink.Open(id); err != nil {
+		return err
+	}
+	return sink.Send(map[string]any{"event": "session", "session_id": id})
+}
+
+func openWithError(sink Sink, id, msg string) error {
+	if err := openSession(sink, id); err != nil {
+		return err
+	}
+	return sendError(sink, msg, "")
+}
+
+func sendError(sink Sink, msg, requestID string) error {
+	ev := map[string]any{"event": "error", "message": msg}
+	if requestID != "" {
+		ev["request_id"] = requestID
+	}
+	return sink.Send(ev)
+}
+
+// providerErrorMessage is the reader-facing text for a failed model call.
+func providerErrorMessage(err error, r Route) string {
+	var api *APIError
+	if errors.As(err, &api) {
+		switch {
+		case api.Status == 401 || api.Status == 403:
+			if r.BYOK {
+				return msgKeyRefused
+			}
+			return msgServerKey
+		case api.Status == 429 && r.BYOK:
+			return msgKeyThrottled
+		case api.Status == 404 || api.Status == 429 || api.Status >= 500:
+			return fmt.Sprintf(unavailableFmt, r.Model)
+		}
+	}
+	return msgFailed
+}
+
+// boundTools is what one request binds: configured ∩ declared, then get_full_output.
+type boundTools struct {
+	list   []Tool
+	byName map[string]boundTool
+}
+
+type boundTool struct {
+	requiresPermission bool
+	check              func(json.RawMessage) (json.RawMessage, []string)
+}
+
+var pythonSchema = json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The Python code to run."},"description":{"type":"string","description":"One line telling the reader what the code does; shown before they allow it to run."}},"required":["code","description"]}`)
+
+var fullOutputSchema = json.RawMessage(`{"type":"object","properties":{"call_id":{"type":"string","minLength":1,"maxLength":256,"description":"The call_id of an earlier run."},"stream":{"type":"string","enum":["stdout","stderr","traceback","figures"],"default":"stdout"},"offset":{"type":"integer","minimum":0,"default":0}},"required":["call_id"]}`)
+
+const fullOutputDescription = "Read more of an earlier browser run's output than its result showed: its full stdout, stderr or traceback, a page at a time from offset, or its figures again. The output stays in the reader's browser tab."
+
+// bindTools binds the client tools of one request (config.md §3.3).
+func bindTools(t Turn) boundTools {
+	out := boundTools{byName: map[string]boundTool{}}
+	c := t.Community
+	if t.ToolsOff || len(t.Declared) == 0 || c.Extensions == nil || c.Runtime == nil || c.Runtime.Python == nil {
+		return out
+	}
+	python := false
+	for _, ct := range c.Extensions.ClientTools {
+		if !slices.Contains(t.Declared, ct.Name) || ct.Runtime != "python" {
+			continue
+		}
+		python = true
+		out.list = append(out.list, Tool{Name: ct.Name, Description: ct.Description, Schema: pythonSchema})
+		out.byName[ct.Name] = boundTool{requiresPermission: ct.RequiresPermission, check: checkPythonArgs}
+	}
+	if python && slices.Contains(t.Declared, fullOutputTool) {
+		out.list = append(out.list, Tool{Name: fullOutputTool, Description: fullOutputDescription, Schema: fullOutputSchema})
+		out.byName[fullOutputTool] = boundTool{requiresPermission: false, check: checkFullOutputArgs}
+	}
+	return out
+}
+
+func decodeArgs(input json.RawMessage) (map[string]any, []string) {
+	var m map[string]any
+	if err := json.Unmarshal(input, &m); err != nil || m == nil {
+		return nil, []string{"input: must be a JSON object"}
+	}
+	return m, nil
+}
+
+func checkPythonArgs(input json.RawMessage) (json.RawMessage, []string) {
+	m, problems := decodeArgs(input)
+	if problems != nil {
+		return nil, problems
+	}
+	out := map[string]string{}
+	for _, k := range []string{"code", "description"} {
+		v, ok := m[k]
+		s, isStr := v.(string)
+		switch {
+		case !ok:
+			problems = append(problems, k+": Field required")
+		case !isStr:
+			problems = append(problems, k+": Input should be a valid string")
+		default:
+			out[k] = s
+		}
+	}
+	if problems != nil {
+		return nil, problems
+	}
+	b, _ := json.Marshal(out)
+	return b, nil
+}
+
+func checkFullOutputArgs(input json.RawMessage) (json.RawMessage, []string) {
+	m, problems := decodeArgs(input)
+	if problems != nil {
+		return nil, problems
+	}
+	out := map[string]any{"stream": "stdout", "offset": 0}
+	id, ok := m["call_id"].(string)
+	switch {
+	case m["call_id"] == nil:
+		problems = append(problems, "call_id: Field required")
+	case !ok:
+		problems = append(problems, "call_id: Input should be a valid string")
+	case len([]rune(id)) < 1 || len([]rune(id)) > int(limits.MaxCallIDChars):
+		problems = append(problems, fmt.Sprintf("call_id: String should have 1 to %d characters", limits.MaxCallIDChars))
+	default:
+		out["call_id"] = id
+	}
+	if v, set := m["stream"]; set {
+		s, _ := v.(string)
+		if !slices.Contains([]string{"stdout", "stderr", "traceback", "figures"}, s) {
+			problems = append(problems, "stream: Input should be 'stdout', 'stderr', 'traceback' or 'figures'")
+		} else {
+			out["stream"] = s
+		}
+	}
+	if v, set := m["offset"]; set {
+		f, ok := v.(float64)
+		if !ok || f < 0 || f != float64(int64(f)) {
+			problems = append(problems, "offset: Input should be a whole number greater than or equal to 0")
+		} else {
+			out["offset"] = int64(f)
+		}
+	}
+	if problems != nil {
+		return nil, problems
+	}
+	b, _ := json.Marshal(out)
+	return b, nil
+}

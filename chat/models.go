@@ -1,0 +1,177 @@
+package chat
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/osc-assistant/assistant/config"
+)
+
+// Keys are the caller's own model keys (BYOK headers). The caller then pays, so no origin
+// check or budget applies.
+type Keys struct {
+	Anthropic  string
+	OpenRouter string
+}
+
+// Route is where one request's model calls go.
+type Route struct {
+	Provider Provider
+	// Model is the id reported to the widget ("provider/name").
+	Model string
+	// Name is the provider's own name of the model, sent in its requests.
+	Name string
+	// BYOK is true when the caller's own key pays.
+	BYOK bool
+	// Free is true for the offline scripted model: nobody pays.
+	Free bool
+}
+
+// RouteError is a request that cannot be routed to a model: its Status is the HTTP status a
+// JSON request gets; inside a stream it is an error event with Message.
+type RouteError struct {
+	Status  int
+	Message string
+}
+
+func (e *RouteError) Error() string { return e.Message }
+
+// MsgKeyRequired is the reference's 403 text for a platform-paid request that may not be paid for.
+const MsgKeyRequired = "API key required. Please provide your Anthropic API key via the X-Anthropic-API-Key header, or your OpenRouter API key via the X-OpenRouter-Key header. Get an Anthropic key at: https://platform.claude.com/settings/keys, or an OpenRouter key at: https://openrouter.ai/keys"
+
+// DefaultScripted is the model a community runs when no key is configured anywhere.
+const DefaultScripted = "scripted/demo"
+
+// Models resolves which provider and model serve a request (api.md §8), from the request, the
+// community's config and the server's environment.
+type Models struct {
+	// Getenv reads ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL,
+	// OPENROUTER_API_KEY, OPENROUTER_BASE_URL and the communities' own key variables.
+	Getenv func(string) string
+	// Default is the model of a community without default_model.
+	Default string
+	// HTTPClient is used by every provider (nil: the SDKs' default).
+	HTTPClient *http.Client
+}
+
+func splitModel(id string) (provider, name string) {
+	if p, n, ok := strings.Cut(id, "/"); ok {
+		return p, n
+	}
+	// A bare name is a Claude model, as in the reference's configs.
+	return "anthropic", id
+}
+
+// DefaultModel is the model a request without a model and without a key of its own runs for
+// community c: what GET /{c} reports.
+func (m *Models) DefaultModel(c *config.Community) string {
+	r, err := m.Resolve(c, "", Keys{})
+	if err != nil {
+		return m.configured(c)
+	}
+	return r.Model
+}
+
+func (m *Models) configured(c *config.Community) string {
+	if c.DefaultModel != nil && *c.DefaultModel != "" {
+		return *c.DefaultModel
+	}
+	if m.Default != "" {
+		return m.Default
+	}
+	return DefaultScripted
+}
+
+func (m *Models) env(name string) string {
+	if name == "" || m.Getenv == nil {
+		return ""
+	}
+	return strings.TrimSpace(m.Getenv(name))
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// Resolve picks the provider for one request. requested is the request's model override ("" for
+// the community's default). Whose key pays decides the provider: a BYOK Anthropic key beats a
+// BYOK OpenRouter key; then the community's own key variable; then the platform's key. A
+// default model whose provider has no key anywhere falls back to the offline scripted model,
+// so a server without any account still answers; a model the caller named explicitly does not.
+func (m *Models) Resolve(c *config.Community, requested string, keys Keys) (Route, error) {
+	id := requested
+	if id == "" {
+		id = m.configured(c)
+	}
+	provider, name := splitModel(id)
+	switch {
+	case keys.Anthropic != "":
+		if provider != "anthropic" {
+			provider, name = "anthropic", "claude-haiku-4-5"
+			if requested != "" {
+				return Route{}, &RouteError{400, "Model '" + requested + "' is not a Claude model, so it cannot run with your Anthropic API key. Choose a Claude model, or use an OpenRouter key."}
+			}
+		}
+		return Route{Provider: m.anthropic(keys.Anthropic), Model: "anthropic/" + name, Name: name, BYOK: true}, nil
+	case keys.OpenRouter != "":
+		slug := id
+		if provider == "openrouter" {
+			slug = name
+		}
+		return Route{Provider: m.openrouter(keys.OpenRouter), Model: "openrouter/" + slug, Name: slug, BYOK: true}, nil
+	}
+	fallback := func() (Route, error) {
+		if requested != "" {
+			return Route{}, &RouteError{403, MsgKeyRequired}
+		}
+		return Route{Provider: Scripted{}, Model: DefaultScripted, Name: "demo", Free: true}, nil
+	}
+	switch provider {
+	case "scripted":
+		return Route{Provider: Scripted{}, Model: "scripted/" + name, Name: name, Free: true}, nil
+	case "anthropic":
+		key := m.env(deref(c.AnthropicAPIKeyEnvVar))
+		if key == "" {
+			key = m.env("ANTHROPIC_API_KEY")
+		}
+		if key == "" {
+			return fallback()
+		}
+		return Route{Provider: m.anthropic(key), Model: "anthropic/" + name, Name: name}, nil
+	case "openrouter":
+		key := m.env(deref(c.OpenRouterAPIKeyEnvVar))
+		if key == "" {
+			key = m.env("OPENROUTER_API_KEY")
+		}
+		if key == "" {
+			return fallback()
+		}
+		return Route{Provider: m.openrouter(key), Model: "openrouter/" + name, Name: name}, nil
+	case "openai":
+		key, base := m.env("OPENAI_API_KEY"), m.env("OPENAI_BASE_URL")
+		if key == "" && base == "" {
+			return fallback()
+		}
+		if key == "" {
+			key = "unused" // local servers (Ollama, vLLM, llama.cpp) take any key
+		}
+		return Route{Provider: NewOpenAI(OpenAIOptions{APIKey: key, BaseURL: base, HTTPClient: m.HTTPClient, Images: m.env("OPENAI_IMAGES") == "1"}), Model: "openai/" + name, Name: name}, nil
+	default:
+		return Route{}, &RouteError{400, "Model '" + id + "' names an unknown provider '" + provider + "'; use anthropic/, openai/, openrouter/ or scripted/."}
+	}
+}
+
+func (m *Models) anthropic(key string) Provider {
+	return NewAnthropic(AnthropicOptions{APIKey: key, BaseURL: m.env("ANTHROPIC_BASE_URL"), HTTPClient: m.HTTPClient})
+}
+
+func (m *Models) openrouter(key string) Provider {
+	base := m.env("OPENROUTER_BASE_URL")
+	if base == "" {
+		base = "https://openrouter.ai/api/v1"
+	}
+	return NewOpenAI(OpenAIOptions{APIKey: key, BaseURL: base, HTTPClient: m.HTTPClient})
+}

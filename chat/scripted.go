@@ -1,0 +1,130 @@
+package chat
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Scripted is the built-in offline model: deterministic, free, and needing no account, so a
+// fresh checkout gives a working chat. It is a model of the protocol, not of language:
+//
+//   - when the newest user message holds a fenced ```python block and execute_code is bound,
+//     it calls execute_code with exactly that code;
+//   - when the newest message is a tool result, it answers with text quoting the result's
+//     status and stdout;
+//   - otherwise it says what it is and how to configure a real model.
+//
+// Its text arrives in several TextDelta events, as a real model's would.
+type Scripted struct{}
+
+// ScriptedIntro is the offline model's answer to an ordinary message.
+const ScriptedIntro = "I am the offline demo model of this assistant, so I cannot answer questions. " +
+	"I can run Python for you: send a message with a fenced ```python block and I will ask your browser to run it. " +
+	"To talk to a real model, set ANTHROPIC_API_KEY (or OPENAI_API_KEY or OPENROUTER_API_KEY) where the server runs, " +
+	"or send your own key in the X-Anthropic-API-Key or X-OpenRouter-Key header."
+
+var pythonBlockRE = regexp.MustCompile("(?s)```python[ \\t]*\\r?\\n(.*?)```")
+
+// ImagesAllowed is false: the scripted model reads only text.
+func (Scripted) ImagesAllowed() bool { return false }
+
+// Stream answers req deterministically.
+func (Scripted) Stream(ctx context.Context, req Request, emit func(Event) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var last Message
+	if n := len(req.Messages); n > 0 {
+		last = req.Messages[n-1]
+	}
+	if res, ok := lastToolResult(last); ok {
+		return streamText(emit, quoteResult(res))
+	}
+	text := textOf(last)
+	if m := pythonBlockRE.FindStringSubmatch(text); m != nil && hasTool(req.Tools, "execute_code") {
+		code := m[1]
+		input, _ := json.Marshal(map[string]string{"code": code, "description": "Run the Python code from your message."})
+		sum := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s", len(req.Messages), code))
+		if err := emit(Event{Kind: TextDelta, Text: "I will run your code in your browser."}); err != nil {
+			return err
+		}
+		if err := emit(Event{Kind: ToolCall, Call: &Call{ID: "toolu_scripted_" + hex.EncodeToString(sum[:12]), Name: "execute_code", Input: input}}); err != nil {
+			return err
+		}
+		return emit(Event{Kind: Done, StopReason: "tool_use", Usage: Usage{}})
+	}
+	return streamText(emit, ScriptedIntro)
+}
+
+func hasTool(tools []Tool, name string) bool {
+	for _, t := range tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func textOf(m Message) string {
+	var b strings.Builder
+	for _, blk := range m.Content {
+		if blk.Type == BlockText {
+			b.WriteString(blk.Text)
+		}
+	}
+	return b.String()
+}
+
+func lastToolResult(m Message) (Block, bool) {
+	for _, blk := range m.Content {
+		if blk.Type == BlockToolResult {
+			return blk, true
+		}
+	}
+	return Block{}, false
+}
+
+var (
+	statusLineRE = regexp.MustCompile(`(?m)^status: (\S+)$`)
+	stdoutRE     = regexp.MustCompile(`(?s)<stdout>\n(.*?)\n</stdout>`)
+)
+
+// quoteResult reads the fenced result text the model would see and quotes its status and
+// stdout.
+func quoteResult(res Block) string {
+	var text string
+	for _, b := range res.Content {
+		if b.Type == BlockText {
+			text += b.Text
+		}
+	}
+	status := "unknown"
+	if m := statusLineRE.FindStringSubmatch(text); m != nil {
+		status = m[1]
+	}
+	out := "The code finished with status " + status + "."
+	if m := stdoutRE.FindStringSubmatch(text); m != nil {
+		out += " It printed:\n\n```\n" + m[1] + "\n```"
+	} else {
+		out += " It printed nothing."
+	}
+	return out
+}
+
+// streamText sends text in several pieces, split at spaces, then Done.
+func streamText(emit func(Event) error, text string) error {
+	const pieces = 4
+	words := strings.SplitAfter(text, " ")
+	per := max(1, (len(words)+pieces-1)/pieces)
+	for i := 0; i < len(words); i += per {
+		if err := emit(Event{Kind: TextDelta, Text: strings.Join(words[i:min(i+per, len(words))], "")}); err != nil {
+			return err
+		}
+	}
+	return emit(Event{Kind: Done, StopReason: "end_turn", Usage: Usage{}})
+}

@@ -1,0 +1,245 @@
+package routers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/osc-assistant/assistant/chat"
+	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/toolresults"
+)
+
+// Body caps: a chat message is at most 10,000 characters; a result carries up to three
+// images of 2,000,000 bytes each, base64-encoded.
+const (
+	maxChatBytes   = 256 << 10
+	maxResumeBytes = 9 << 20
+)
+
+// chatRequest is a checked POST /{c}/chat body. Unknown fields are ignored, as the reference's
+// model does (the widget may send cf_turnstile_response).
+type chatRequest struct {
+	message     string
+	sessionID   string
+	stream      bool
+	model       string
+	page        *chat.PageContext
+	clientTools []string
+}
+
+func decodeChat(c echo.Context) (*chatRequest, error) {
+	obj, err := readJSONObject(c, maxChatBytes)
+	if err != nil {
+		return nil, err
+	}
+	v := &bodyCheck{obj: obj}
+	r := &chatRequest{stream: true}
+	r.message = v.str("message", true, 1, 0)
+	if id := v.optStr("session_id", int(limits.MaxSessionIDChars)); id != nil {
+		r.sessionID = *id
+	}
+	if b := v.optBool("stream"); b != nil {
+		r.stream = *b
+	}
+	if m := v.optStr("model", 200); m != nil {
+		r.model = *m
+	}
+	r.page = v.pageContext("page_context")
+	r.clientTools = v.strList("client_tools", limits.MaxDeclaredClientTools)
+	if len(v.items) > 0 {
+		return nil, &validationError{items: v.items}
+	}
+	if n := utf8.RuneCountInString(r.message); n > int(limits.MaxMessageChars) {
+		return nil, &apiError{http.StatusBadRequest, fmt.Sprintf("Message too long (%d chars). Max: %d", n, limits.MaxMessageChars)}
+	}
+	return r, nil
+}
+
+// turn builds the parts of a chat turn that come from the request's headers and the community.
+func (s *Server) turn(c echo.Context, cc *community, sessionID, model string, page *chat.PageContext, declared []string) chat.Turn {
+	h := c.Request().Header
+	return chat.Turn{
+		Community:  cc.cfg,
+		Deployment: s.deps.Settings.Deployment,
+		SessionID:  sessionID,
+		Model:      model,
+		Page:       page,
+		Declared:   declared,
+		Keys:       chat.Keys{Anthropic: strings.TrimSpace(h.Get("X-Anthropic-API-Key")), OpenRouter: strings.TrimSpace(h.Get("X-OpenRouter-Key"))},
+		OriginOK:   cc.origins.allows(h.Get("Origin")),
+		ToolsOff:   s.toolsOff(cc.cfg.ID),
+		RequestID:  requestID(c),
+	}
+}
+
+// chatHandler is POST /{c}/chat: a streamed reply (SSE), or a JSON answer when stream is false.
+func (s *Server) chatHandler(c echo.Context) error {
+	cc, ok := s.community(c)
+	if !ok {
+		return errNotFound
+	}
+	req, err := decodeChat(c)
+	if err != nil {
+		return err
+	}
+	if !req.stream {
+		return s.chatJSON(c, cc, req)
+	}
+	t := s.turn(c, cc, req.sessionID, req.model, req.page, req.clientTools)
+	return mapChatError(s.deps.Engine.Chat(c.Request().Context(), t, req.message, newSSE(c)))
+}
+
+// resumeHandler is POST /{c}/chat/resume: the browser's result, then the reply continues.
+func (s *Server) resumeHandler(c echo.Context) error {
+	cc, ok := s.community(c)
+	if !ok {
+		return errNotFound
+	}
+	data, err := readBody(c, maxResumeBytes)
+	if err != nil {
+		return err
+	}
+	req, err := toolresults.DecodeResume(data)
+	if err != nil {
+		return err
+	}
+	var page *chat.PageContext
+	if p := req.PageContext; p != nil {
+		page = &chat.PageContext{URL: deref(p.URL), Title: deref(p.Title), WidgetInstructions: deref(p.WidgetInstructions)}
+	}
+	t := s.turn(c, cc, req.SessionID, deref(req.Model), page, req.ClientTools)
+	return mapChatError(s.deps.Engine.Resume(c.Request().Context(), t, &req.Result, newSSE(c)))
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// mapChatError turns the chat's request errors into the reference's answers.
+func mapChatError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, chat.ErrSessionNotFound):
+		return errSessionNotFound
+	case errors.Is(err, chat.ErrNoOutstandingCall):
+		return errNoOutstandingCall
+	case errors.Is(err, chat.ErrSessionFull):
+		return errSessionFull
+	}
+	return err
+}
+
+// chatJSON answers a non-streamed chat: client tools are never bound, and a failure is a real
+// HTTP error.
+func (s *Server) chatJSON(c echo.Context, cc *community, req *chatRequest) error {
+	t := s.turn(c, cc, req.sessionID, req.model, req.page, nil)
+	if _, err := s.deps.Engine.Models.Resolve(cc.cfg, req.model, t.Keys); err != nil {
+		var re *chat.RouteError
+		if errors.As(err, &re) {
+			return &apiError{re.Status, re.Message}
+		}
+		return err
+	}
+	sink := &collectSink{}
+	if err := mapChatError(s.deps.Engine.Chat(c.Request().Context(), t, req.message, sink)); err != nil {
+		return err
+	}
+	if sink.errMsg != "" || sink.done == nil {
+		msg := sink.errMsg
+		if msg == "" {
+			msg = "The assistant finished without writing an answer. Try again, or rephrase your question."
+		}
+		status := http.StatusBadGateway
+		if msg == chat.MsgKeyRequired {
+			status = http.StatusForbidden
+		}
+		return c.JSON(status, map[string]any{"detail": msg, "error_id": requestID(c), "request_id": requestID(c)})
+	}
+	d := sink.done
+	return c.JSON(http.StatusOK, map[string]any{
+		"session_id": sink.sessionID,
+		"message":    map[string]any{"role": "assistant", "content": d["content"]},
+		"tool_calls": []any{},
+		"citations":  []any{},
+		"request_id": requestID(c),
+		"model":      d["model"],
+		"warnings":   sink.warnings,
+		"usage":      d["usage"],
+	})
+}
+
+// collectSink gathers a turn's events for a JSON answer.
+type collectSink struct {
+	sessionID string
+	done      map[string]any
+	errMsg    string
+	warnings  []string
+}
+
+func (k *collectSink) Open(id string) error { k.sessionID = id; return nil }
+
+func (k *collectSink) Send(ev map[string]any) error {
+	switch ev["event"] {
+	case "done":
+		k.done = ev
+	case "error":
+		k.errMsg, _ = ev["message"].(string)
+	case "warning":
+		if m, ok := ev["message"].(string); ok {
+			k.warnings = append(k.warnings, m)
+		}
+	}
+	return nil
+}
+
+// sse writes a turn's events as Server-Sent Events: one `data: {json}` line and a blank line
+// per event, flushed at once (api.md §2).
+type sse struct {
+	c  echo.Context
+	rc *http.ResponseController
+}
+
+// streamIdle bounds how long one event may take to write; every event pushes it forward, so a
+// long reply is fine and a stalled reader is not.
+const streamIdle = 60 * time.Second
+
+func newSSE(c echo.Context) *sse {
+	return &sse{c: c, rc: http.NewResponseController(c.Response().Writer)}
+}
+
+func (w *sse) Open(sessionID string) error {
+	h := w.c.Response().Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Session-ID", sessionID)
+	_ = w.rc.SetWriteDeadline(time.Now().Add(streamIdle))
+	w.c.Response().WriteHeader(http.StatusOK)
+	return w.rc.Flush()
+}
+
+func (w *sse) Send(ev map[string]any) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	_ = w.rc.SetWriteDeadline(time.Now().Add(streamIdle))
+	out := make([]byte, 0, len(b)+8)
+	out = append(append(append(out, "data: "...), b...), "\n\n"...)
+	if _, err := w.c.Response().Write(out); err != nil {
+		return err
+	}
+	return w.rc.Flush()
+}

@@ -1,0 +1,314 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisAddr returns the test server's address (ASSISTANT_TEST_REDIS_ADDR, set by
+// scripts/with_redis.sh). Without it the test is skipped, or fails when CI=true: a green CI run
+// must not have skipped the Redis store.
+func redisAddr(tb testing.TB) string {
+	tb.Helper()
+	addr := os.Getenv("ASSISTANT_TEST_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			tb.Fatal("ASSISTANT_TEST_REDIS_ADDR is not set under CI=true; run through scripts/with_redis.sh")
+		}
+		tb.Skip("ASSISTANT_TEST_REDIS_ADDR is not set; run through scripts/with_redis.sh")
+	}
+	return addr
+}
+
+// testPrefix is a key prefix no other test uses.
+func testPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "assistant-test:" + hex.EncodeToString(b[:]) + ":"
+}
+
+// newTestRedis returns a Redis store under a fresh prefix, plus a plain client on the same
+// server for inspecting keys; both are closed, and the prefix's keys deleted, at cleanup.
+func newTestRedis(tb testing.TB, now func() time.Time, limits Limits) (*Redis, *redis.Client) {
+	tb.Helper()
+	addr := redisAddr(tb)
+	prefix := testPrefix()
+	ctx := context.Background()
+	s, err := NewRedis(ctx, RedisOptions{URL: "redis://" + addr + "/0", Prefix: prefix, Limits: limits, Now: now})
+	if err != nil {
+		tb.Fatalf("NewRedis: %v", err)
+	}
+	raw := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	tb.Cleanup(func() {
+		_ = s.Close()
+		keys, err := scanKeys(ctx, raw, prefix)
+		if err != nil {
+			tb.Errorf("cleanup: %v", err)
+		}
+		if len(keys) > 0 {
+			if err := raw.Del(ctx, keys...).Err(); err != nil {
+				tb.Errorf("cleanup: %v", err)
+			}
+		}
+		_ = raw.Close()
+	})
+	return s, raw
+}
+
+func scanKeys(ctx context.Context, c *redis.Client, prefix string) ([]string, error) {
+	var out []string
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		out = append(out, iter.Val())
+	}
+	return out, iter.Err()
+}
+
+func TestRedis(t *testing.T) {
+	redisAddr(t)
+	testStore(t, func(t *testing.T, now func() time.Time) Store {
+		s, _ := newTestRedis(t, now, testLimits())
+		return s
+	})
+}
+
+// TestRedisKeysHaveTTLs checks the key layout and that every key the store writes expires.
+func TestRedisKeysHaveTTLs(t *testing.T) {
+	ctx := context.Background()
+	c := newClock(testStart)
+	s, raw := newTestRedis(t, c.Now, DefaultLimits())
+	l := DefaultLimits()
+
+	mustEnsure(t, s, "hed", "a:b")
+	mustAppend(t, s, "hed", "a:b", msg("1"))
+	mustPark(t, s, "hed", "a:b", call("c1"))
+	if _, err := s.Lock(ctx, "hed", "a:b", 300*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Allow(ctx, "chat:1.2.3.4", 10, time.Minute); err != nil { // 10 s into the window
+		t.Fatal(err)
+	}
+	if _, _, err := s.AddCost(ctx, "hed", 1); err != nil {
+		t.Fatal(err)
+	}
+
+	k := s.keys("hed", "a:b")
+	if want := s.prefix + "s:{aGVk:YTpi}:meta"; k.meta != want {
+		t.Errorf("meta key = %q, want %q", k.meta, want)
+	}
+	day, month := s.costKeys("hed", c.Now())
+	want := map[string]time.Duration{ // key → its TTL
+		k.meta: l.SessionTTL,
+		k.hist: l.SessionTTL,
+		k.park: l.ParkedTTL + parkMargin,
+		k.lock: 300 * time.Second,
+		s.prefix + "rl:" + enc("chat:1.2.3.4") + ":60000": 50 * time.Second,
+		day:   costDayTTL,
+		month: costMonthTTL,
+	}
+	keys, err := scanKeys(ctx, raw, s.prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != len(want) {
+		t.Errorf("keys under the prefix = %q, want %d keys", keys, len(want))
+	}
+	for _, key := range keys {
+		ttl, err := raw.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := want[key]
+		switch {
+		case !ok:
+			t.Errorf("unexpected key %q", key)
+		case ttl <= w-5*time.Second || ttl > w:
+			t.Errorf("key %q: TTL = %v, want about %v", key, ttl, w)
+		}
+	}
+
+	// Append refreshes the session keys' TTL.
+	if err := raw.PExpire(ctx, k.meta, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "hed", "a:b", msg("2"))
+	if ttl := raw.PTTL(ctx, k.meta).Val(); ttl < l.SessionTTL-5*time.Second {
+		t.Errorf("after Append the meta TTL = %v, want about %v", ttl, l.SessionTTL)
+	}
+}
+
+// TestRedisServerClock runs with no injected clock: ages and windows are judged by the Redis
+// server's TIME, and real TTLs have to pass (about a second in all).
+func TestRedisServerClock(t *testing.T) {
+	ctx := context.Background()
+	l := DefaultLimits()
+	l.ParkedTTL = 300 * time.Millisecond
+	s, raw := newTestRedis(t, nil, l)
+
+	before := time.Now().Add(-time.Second)
+	got, created, err := s.EnsureSession(ctx, "hed", "a")
+	if err != nil || !created {
+		t.Fatalf("EnsureSession = %v, %v", created, err)
+	}
+	if got.CreatedAt.Before(before) || got.CreatedAt.After(time.Now().Add(time.Second)) {
+		t.Errorf("CreatedAt = %v, want about now", got.CreatedAt)
+	}
+	mustAppend(t, s, "hed", "a", msg("1"))
+	if _, err := s.Session(ctx, "hed", "a"); err != nil {
+		t.Fatalf("Session: %v", err)
+	}
+
+	mustPark(t, s, "hed", "a", call("c1"))
+	if _, err := s.Claim(ctx, "hed", "a", "c1"); err != nil {
+		t.Fatalf("Claim at once: %v", err)
+	}
+	mustPark(t, s, "hed", "a", call("c2"))
+	unlock, err := s.Lock(ctx, "hed", "a", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	var (
+		ok    bool
+		retry time.Duration
+	)
+	for range 3 {
+		if ok, retry, err = s.Allow(ctx, "k", 1, 500*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok || retry <= 0 || retry > 500*time.Millisecond {
+		t.Fatalf("third event: Allow = %v, %v; want false, in (0, 500ms]", ok, retry)
+	}
+
+	// An unlock after the turn's context ended still releases the lock.
+	lctx, cancel := context.WithCancel(ctx)
+	unlockB, err := s.Lock(lctx, "hed", "b", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	unlockB()
+	if u, err := s.Lock(ctx, "hed", "b", time.Minute); err != nil {
+		t.Errorf("Lock after an unlock with a cancelled context: %v", err)
+	} else {
+		u()
+	}
+
+	time.Sleep(550 * time.Millisecond) // past ParkedTTL, the lock's ttl and the rate window
+
+	if got, err := s.Claim(ctx, "hed", "a", "c2"); !errors.Is(err, ErrNoParkedCall) || got.CallID != "c2" {
+		t.Errorf("Claim after ParkedTTL = %+v, %v; want c2, ErrNoParkedCall", got, err)
+	}
+	if n := raw.Exists(ctx, s.keys("hed", "a").park).Val(); n != 0 {
+		t.Error("the expired call's key is still there")
+	}
+	if u, err := s.Lock(ctx, "hed", "a", time.Minute); err != nil {
+		t.Errorf("Lock after the previous one expired: %v", err)
+	} else {
+		u()
+	}
+	if ok, _, err := s.Allow(ctx, "k", 1, 500*time.Millisecond); !ok || err != nil {
+		t.Errorf("Allow in the next window = %v, %v; want true", ok, err)
+	}
+	mustPark(t, s, "hed", "a", call("c3"))
+	if got, ok, err := s.Abandon(ctx, "hed", "a"); !ok || err != nil || got.CallID != "c3" {
+		t.Errorf("Abandon = %+v, %v, %v; want c3", got, ok, err)
+	}
+	if _, _, err := s.AddCost(ctx, "hed", 0.5); err != nil {
+		t.Fatal(err)
+	}
+	if d, m, err := s.Costs(ctx, "hed"); err != nil || d != 0.5 || m != 0.5 {
+		t.Errorf("Costs = %v, %v, %v; want 0.5, 0.5", d, m, err)
+	}
+}
+
+// TestRedisDown checks that a store that cannot reach Redis reports errors and refuses.
+func TestRedisDown(t *testing.T) {
+	ctx := context.Background()
+	// A port nothing listens on: take a free one and close it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if _, err := NewRedis(ctx, RedisOptions{URL: "redis://" + addr}); err == nil {
+		t.Error("NewRedis with nothing listening succeeded")
+	}
+	if _, err := NewRedis(ctx, RedisOptions{URL: "http://x"}); err == nil {
+		t.Error("NewRedis with a bad URL succeeded")
+	}
+
+	// A store whose server went away: every method fails, none reports a sentinel.
+	s, _ := newTestRedis(t, nil, DefaultLimits())
+	if _, err := NewRedis(ctx, RedisOptions{URL: "redis://" + redisAddr(t), Prefix: "a{b}"}); err == nil {
+		t.Error("NewRedis accepted a prefix with braces")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sentinel := func(err error) bool {
+		return errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoParkedCall) || errors.Is(err, ErrBusy)
+	}
+	if _, err := s.Session(ctx, "hed", "a"); err == nil || sentinel(err) {
+		t.Errorf("Session: err = %v", err)
+	}
+	if _, _, err := s.EnsureSession(ctx, "hed", "a"); err == nil || sentinel(err) {
+		t.Errorf("EnsureSession: err = %v", err)
+	}
+	if _, err := s.Claim(ctx, "hed", "a", "c"); err == nil || sentinel(err) {
+		t.Errorf("Claim: err = %v", err)
+	}
+	if _, err := s.Lock(ctx, "hed", "a", time.Second); err == nil || sentinel(err) {
+		t.Errorf("Lock: err = %v", err)
+	}
+	if ok, _, err := s.Allow(ctx, "k", 10, time.Minute); ok || err == nil {
+		t.Errorf("Allow = %v, %v; want false and an error", ok, err)
+	}
+	if _, _, err := s.AddCost(ctx, "hed", 1); err == nil {
+		t.Error("AddCost succeeded")
+	}
+	if _, _, err := s.Costs(ctx, "hed"); err == nil {
+		t.Error("Costs succeeded")
+	}
+}
+
+// TestRedisDefaults checks the connection settings NewRedis applies.
+func TestRedisDefaults(t *testing.T) {
+	s, _ := newTestRedis(t, nil, Limits{})
+	o := s.c.(*redis.Client).Options()
+	if o.DialTimeout != redisDialTimeout || o.ReadTimeout != redisReadTimeout || o.WriteTimeout != redisWriteTimeout ||
+		o.PoolSize != redisPoolSize || !o.ContextTimeoutEnabled {
+		t.Errorf("options: dial %v read %v write %v pool %d context %v", o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolSize, o.ContextTimeoutEnabled)
+	}
+	if s.limits != DefaultLimits() {
+		t.Errorf("limits = %+v, want the defaults", s.limits)
+	}
+	if !strings.HasPrefix(s.prefix, "assistant-test:") {
+		t.Errorf("prefix = %q", s.prefix)
+	}
+
+	// The URL's own settings win over the defaults.
+	r, err := NewRedis(context.Background(), RedisOptions{URL: "redis://" + redisAddr(t) + "/0?dial_timeout=5s&pool_size=7&read_timeout=3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o = r.c.(*redis.Client).Options()
+	if o.DialTimeout != 5*time.Second || o.PoolSize != 7 || o.ReadTimeout != 3*time.Second || o.WriteTimeout != redisWriteTimeout {
+		t.Errorf("URL options: dial %v pool %d read %v write %v", o.DialTimeout, o.PoolSize, o.ReadTimeout, o.WriteTimeout)
+	}
+	if r.prefix != DefaultRedisPrefix {
+		t.Errorf("default prefix = %q, want %q", r.prefix, DefaultRedisPrefix)
+	}
+}

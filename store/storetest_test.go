@@ -1,0 +1,705 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// clock is a settable clock for tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock(t time.Time) *clock { return &clock{t: t} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// testStart is where every conformance test's clock starts: a whole second, 10 s into a
+// minute window, on the last day of a month.
+var testStart = time.Date(2026, 1, 31, 22, 0, 10, 0, time.UTC)
+
+// testLimits are the reference's numbers with a small session cap.
+func testLimits() Limits {
+	l := DefaultLimits()
+	l.MaxSessionsPerCommunity = 50
+	return l
+}
+
+func msg(s string) json.RawMessage {
+	b, err := json.Marshal(map[string]string{"role": "user", "content": s})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func mustEnsure(t testing.TB, s Store, community, id string) Session {
+	t.Helper()
+	got, _, err := s.EnsureSession(context.Background(), community, id)
+	if err != nil {
+		t.Fatalf("EnsureSession(%q, %q): %v", community, id, err)
+	}
+	return got
+}
+
+func mustAppend(t *testing.T, s Store, community, id string, msgs ...json.RawMessage) int {
+	t.Helper()
+	n, err := s.Append(context.Background(), community, id, msgs...)
+	if err != nil {
+		t.Fatalf("Append(%q, %q): %v", community, id, err)
+	}
+	return n
+}
+
+func mustPark(t *testing.T, s Store, community, id string, call ParkedCall) {
+	t.Helper()
+	if err := s.Park(context.Background(), community, id, call); err != nil {
+		t.Fatalf("Park(%q, %q): %v", community, id, err)
+	}
+}
+
+func history(t *testing.T, s Store, community, id string) []string {
+	t.Helper()
+	h, err := s.History(context.Background(), community, id)
+	if err != nil {
+		t.Fatalf("History(%q, %q): %v", community, id, err)
+	}
+	out := make([]string, len(h))
+	for i, m := range h {
+		out[i] = string(m)
+	}
+	return out
+}
+
+func call(id string) ParkedCall {
+	return ParkedCall{
+		CallID:             id,
+		Tool:               "execute_code",
+		Args:               json.RawMessage(`{"code": "print(1 < 2)", "description": "compare"}`),
+		RequiresPermission: true,
+		RunsBefore:         2,
+	}
+}
+
+// wantCall is call(id) as a store returns it: args compacted, CreatedAt the park time.
+func wantCall(id string, at time.Time) ParkedCall {
+	c := call(id)
+	c.Args = json.RawMessage(`{"code":"print(1 < 2)","description":"compare"}`)
+	c.CreatedAt = at
+	return c
+}
+
+// testStore is the conformance suite every Store passes. newStore returns an empty store
+// whose clock is now; it registers its own cleanup.
+func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) Store) {
+	ctx := context.Background()
+	setup := func(t *testing.T) (Store, *clock) {
+		t.Helper()
+		c := newClock(testStart)
+		return newStore(t, c.Now), c
+	}
+
+	t.Run("SessionLifecycle", func(t *testing.T) {
+		s, c := setup(t)
+		if _, err := s.Session(ctx, "hed", "a"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Session of a missing session: err = %v, want ErrNotFound", err)
+		}
+		got, created, err := s.EnsureSession(ctx, "hed", "a")
+		if err != nil || !created {
+			t.Fatalf("EnsureSession: created = %v, err = %v; want true, nil", created, err)
+		}
+		want := Session{ID: "a", Community: "hed", CreatedAt: testStart, LastActive: testStart}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("EnsureSession (-want +got):\n%s", d)
+		}
+		c.Advance(time.Minute)
+		got, created, err = s.EnsureSession(ctx, "hed", "a")
+		if err != nil || created {
+			t.Fatalf("second EnsureSession: created = %v, err = %v; want false, nil", created, err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("second EnsureSession does not return the same session (-want +got):\n%s", d)
+		}
+		got, err = s.Session(ctx, "hed", "a")
+		if err != nil {
+			t.Fatalf("Session: %v", err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("Session (-want +got):\n%s", d)
+		}
+		if _, err := s.Session(ctx, "eeglab", "a"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("same id in another community: err = %v, want ErrNotFound", err)
+		}
+		if err := s.DeleteSession(ctx, "hed", "a"); err != nil {
+			t.Fatalf("DeleteSession: %v", err)
+		}
+		if _, err := s.Session(ctx, "hed", "a"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Session after DeleteSession: err = %v, want ErrNotFound", err)
+		}
+		if err := s.DeleteSession(ctx, "hed", "never"); err != nil {
+			t.Errorf("DeleteSession of a missing session: %v", err)
+		}
+	})
+
+	t.Run("AppendAndHistory", func(t *testing.T) {
+		s, c := setup(t)
+		if _, err := s.Append(ctx, "hed", "a", msg("x")); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Append to a missing session: err = %v, want ErrNotFound", err)
+		}
+		if _, err := s.History(ctx, "hed", "a"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("History of a missing session: err = %v, want ErrNotFound", err)
+		}
+		mustEnsure(t, s, "hed", "a")
+		if h := history(t, s, "hed", "a"); len(h) != 0 {
+			t.Errorf("History of a new session = %q, want empty", h)
+		}
+		if n := mustAppend(t, s, "hed", "a", msg("1"), msg("2")); n != 2 {
+			t.Errorf("Append returned %d, want 2", n)
+		}
+		c.Advance(time.Minute)
+		if n := mustAppend(t, s, "hed", "a", msg("3")); n != 3 {
+			t.Errorf("Append returned %d, want 3", n)
+		}
+		if n := mustAppend(t, s, "hed", "a"); n != 3 {
+			t.Errorf("Append of nothing returned %d, want 3", n)
+		}
+		want := []string{string(msg("1")), string(msg("2")), string(msg("3"))}
+		if d := cmp.Diff(want, history(t, s, "hed", "a")); d != "" {
+			t.Errorf("History (-want +got):\n%s", d)
+		}
+		got, err := s.Session(ctx, "hed", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.MessageCount != 3 || !got.LastActive.Equal(testStart.Add(time.Minute)) || !got.CreatedAt.Equal(testStart) {
+			t.Errorf("Session = %+v, want 3 messages, created %v, last active %v", got, testStart, testStart.Add(time.Minute))
+		}
+		if _, err := s.Append(ctx, "hed", "a", json.RawMessage(`{"bad"`)); err == nil || errors.Is(err, ErrNotFound) {
+			t.Errorf("Append of invalid JSON: err = %v, want a validation error", err)
+		}
+		if n := len(history(t, s, "hed", "a")); n != 3 {
+			t.Errorf("after a refused Append the history has %d messages, want 3", n)
+		}
+		// The stored bytes are the caller's, whitespace and all.
+		raw := json.RawMessage(`{ "role": "tool", "content": "<b>&</b>" }`)
+		mustAppend(t, s, "hed", "a", raw)
+		if h := history(t, s, "hed", "a"); h[3] != string(raw) {
+			t.Errorf("stored message = %s, want %s", h[3], raw)
+		}
+	})
+
+	t.Run("AppendMany", func(t *testing.T) {
+		s, _ := setup(t)
+		mustEnsure(t, s, "hed", "a")
+		mustAppend(t, s, "hed", "a", msg("first"))
+		var many []json.RawMessage
+		want := []string{string(msg("first"))}
+		for i := range 250 {
+			many = append(many, msg(fmt.Sprint(i)))
+			want = append(want, string(msg(fmt.Sprint(i))))
+		}
+		if n := mustAppend(t, s, "hed", "a", many...); n != 251 {
+			t.Errorf("Append of 250 messages returned %d, want 251", n)
+		}
+		if d := cmp.Diff(want, history(t, s, "hed", "a")); d != "" {
+			t.Errorf("History (-want +got):\n%s", d)
+		}
+	})
+
+	t.Run("SessionExpiry", func(t *testing.T) {
+		s, c := setup(t)
+		mustEnsure(t, s, "hed", "a")
+		mustAppend(t, s, "hed", "a", msg("1"))
+		mustPark(t, s, "hed", "a", call("c1"))
+		c.Advance(DefaultLimits().SessionTTL - time.Millisecond)
+		if _, err := s.Session(ctx, "hed", "a"); err != nil {
+			t.Fatalf("Session 1 ms before expiry: %v", err)
+		}
+		mustAppend(t, s, "hed", "a", msg("2")) // refreshes the TTL
+		c.Advance(DefaultLimits().SessionTTL - time.Millisecond)
+		if _, err := s.Session(ctx, "hed", "a"); err != nil {
+			t.Fatalf("Session after Append refreshed it: %v", err)
+		}
+		c.Advance(time.Millisecond)
+		if _, err := s.Session(ctx, "hed", "a"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Session after SessionTTL: err = %v, want ErrNotFound", err)
+		}
+		if _, err := s.History(ctx, "hed", "a"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("History after SessionTTL: err = %v, want ErrNotFound", err)
+		}
+		if _, err := s.Append(ctx, "hed", "a", msg("3")); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Append after SessionTTL: err = %v, want ErrNotFound", err)
+		}
+		if err := s.Park(ctx, "hed", "a", call("c2")); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Park after SessionTTL: err = %v, want ErrNotFound", err)
+		}
+		got, created, err := s.EnsureSession(ctx, "hed", "a")
+		if err != nil || !created {
+			t.Fatalf("EnsureSession of an expired session: created = %v, err = %v; want true, nil", created, err)
+		}
+		if got.MessageCount != 0 || !got.CreatedAt.Equal(c.Now()) {
+			t.Errorf("recreated session = %+v, want a fresh one", got)
+		}
+		if h := history(t, s, "hed", "a"); len(h) != 0 {
+			t.Errorf("recreated session has history %q", h)
+		}
+		if _, ok, err := s.Abandon(ctx, "hed", "a"); ok || err != nil {
+			t.Errorf("recreated session still had a parked call (ok = %v, err = %v)", ok, err)
+		}
+	})
+
+	t.Run("ParkAndClaim", func(t *testing.T) {
+		s, c := setup(t)
+		if err := s.Park(ctx, "hed", "a", call("c1")); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Park on a missing session: err = %v, want ErrNotFound", err)
+		}
+		if _, err := s.Claim(ctx, "hed", "a", "c1"); !errors.Is(err, ErrNoParkedCall) {
+			t.Errorf("Claim on a missing session: err = %v, want ErrNoParkedCall", err)
+		}
+		mustEnsure(t, s, "hed", "a")
+		if _, err := s.Claim(ctx, "hed", "a", "c1"); !errors.Is(err, ErrNoParkedCall) {
+			t.Errorf("Claim with nothing parked: err = %v, want ErrNoParkedCall", err)
+		}
+		c.Advance(time.Second)
+		parkedAt := c.Now()
+		p := call("c1")
+		p.CreatedAt = time.Unix(1, 0) // the store stamps its own time
+		mustPark(t, s, "hed", "a", p)
+		c.Advance(time.Minute)
+		got, err := s.Claim(ctx, "hed", "a", "wrong")
+		if !errors.Is(err, ErrNoParkedCall) {
+			t.Fatalf("Claim with a wrong id: err = %v, want ErrNoParkedCall", err)
+		}
+		if got.CallID != "" {
+			t.Errorf("Claim with a wrong id returned %+v", got)
+		}
+		got, err = s.Claim(ctx, "hed", "a", "c1")
+		if err != nil {
+			t.Fatalf("Claim after a wrong id: %v (the call must stay parked)", err)
+		}
+		if d := cmp.Diff(wantCall("c1", parkedAt), got); d != "" {
+			t.Errorf("Claim (-want +got):\n%s", d)
+		}
+		if _, err := s.Claim(ctx, "hed", "a", "c1"); !errors.Is(err, ErrNoParkedCall) {
+			t.Errorf("second Claim: err = %v, want ErrNoParkedCall", err)
+		}
+
+		// A newer call replaces the older one.
+		mustPark(t, s, "hed", "a", call("c2"))
+		mustPark(t, s, "hed", "a", call("c3"))
+		if _, err := s.Claim(ctx, "hed", "a", "c2"); !errors.Is(err, ErrNoParkedCall) {
+			t.Errorf("Claim of a replaced call: err = %v, want ErrNoParkedCall", err)
+		}
+		if _, err := s.Claim(ctx, "hed", "a", "c3"); err != nil {
+			t.Errorf("Claim of the replacing call: %v", err)
+		}
+
+		// Empty and null args come back as nil.
+		for _, args := range []string{"", "null", " "} {
+			p := call("n")
+			p.Args = json.RawMessage(args)
+			mustPark(t, s, "hed", "a", p)
+			got, err := s.Claim(ctx, "hed", "a", "n")
+			if err != nil || got.Args != nil {
+				t.Errorf("args %q: Claim = %s, %v; want nil args", args, got.Args, err)
+			}
+		}
+		p = call("bad")
+		p.Args = json.RawMessage(`{"code":`)
+		if err := s.Park(ctx, "hed", "a", p); err == nil {
+			t.Error("Park with invalid JSON args succeeded")
+		}
+	})
+
+	t.Run("ClaimExpiry", func(t *testing.T) {
+		s, c := setup(t)
+		mustEnsure(t, s, "hed", "a")
+		mustPark(t, s, "hed", "a", call("c1"))
+		c.Advance(DefaultLimits().ParkedTTL - time.Millisecond)
+		if _, err := s.Claim(ctx, "hed", "a", "c1"); err != nil {
+			t.Fatalf("Claim 1 ms before ParkedTTL: %v", err)
+		}
+
+		parkedAt := c.Now()
+		mustPark(t, s, "hed", "a", call("c2"))
+		c.Advance(DefaultLimits().ParkedTTL)
+		got, err := s.Claim(ctx, "hed", "a", "c2")
+		if !errors.Is(err, ErrNoParkedCall) {
+			t.Fatalf("Claim after ParkedTTL: err = %v, want ErrNoParkedCall", err)
+		}
+		if d := cmp.Diff(wantCall("c2", parkedAt), got); d != "" {
+			t.Errorf("an expired Claim returns the call (-want +got):\n%s", d)
+		}
+		if got, err := s.Claim(ctx, "hed", "a", "c2"); !errors.Is(err, ErrNoParkedCall) || got.CallID != "" {
+			t.Errorf("Claim after an expired Claim = %+v, %v; want nothing, ErrNoParkedCall", got, err)
+		}
+		if _, ok, err := s.Abandon(ctx, "hed", "a"); ok || err != nil {
+			t.Errorf("the expired call is still parked (ok = %v, err = %v)", ok, err)
+		}
+
+		// A wrong id leaves even an expired call for Abandon to close.
+		mustPark(t, s, "hed", "a", call("c3"))
+		c.Advance(time.Hour)
+		if _, err := s.Claim(ctx, "hed", "a", "other"); !errors.Is(err, ErrNoParkedCall) {
+			t.Errorf("Claim with a wrong id: err = %v, want ErrNoParkedCall", err)
+		}
+		if got, ok, err := s.Abandon(ctx, "hed", "a"); !ok || err != nil || got.CallID != "c3" {
+			t.Errorf("Abandon of an expired call = %+v, %v, %v; want c3", got, ok, err)
+		}
+	})
+
+	t.Run("Abandon", func(t *testing.T) {
+		s, c := setup(t)
+		if _, ok, err := s.Abandon(ctx, "hed", "missing"); ok || err != nil {
+			t.Errorf("Abandon on a missing session: ok = %v, err = %v", ok, err)
+		}
+		mustEnsure(t, s, "hed", "a")
+		if _, ok, err := s.Abandon(ctx, "hed", "a"); ok || err != nil {
+			t.Errorf("Abandon with nothing parked: ok = %v, err = %v", ok, err)
+		}
+		at := c.Now()
+		mustPark(t, s, "hed", "a", call("c1"))
+		c.Advance(time.Second)
+		got, ok, err := s.Abandon(ctx, "hed", "a")
+		if !ok || err != nil {
+			t.Fatalf("Abandon: ok = %v, err = %v", ok, err)
+		}
+		if d := cmp.Diff(wantCall("c1", at), got); d != "" {
+			t.Errorf("Abandon (-want +got):\n%s", d)
+		}
+		if _, err := s.Claim(ctx, "hed", "a", "c1"); !errors.Is(err, ErrNoParkedCall) {
+			t.Errorf("Claim after Abandon: err = %v, want ErrNoParkedCall", err)
+		}
+		if _, ok, _ := s.Abandon(ctx, "hed", "a"); ok {
+			t.Error("second Abandon found a call")
+		}
+		// DeleteSession removes the parked call too.
+		mustPark(t, s, "hed", "a", call("c2"))
+		if err := s.DeleteSession(ctx, "hed", "a"); err != nil {
+			t.Fatal(err)
+		}
+		mustEnsure(t, s, "hed", "a")
+		if _, err := s.Claim(ctx, "hed", "a", "c2"); !errors.Is(err, ErrNoParkedCall) {
+			t.Errorf("Claim after DeleteSession: err = %v, want ErrNoParkedCall", err)
+		}
+	})
+
+	t.Run("Lock", func(t *testing.T) {
+		s, c := setup(t)
+		const ttl = 300 * time.Second
+		unlock, err := s.Lock(ctx, "hed", "a", ttl)
+		if err != nil {
+			t.Fatalf("Lock: %v", err)
+		}
+		if _, err := s.Lock(ctx, "hed", "a", ttl); !errors.Is(err, ErrBusy) {
+			t.Errorf("second Lock: err = %v, want ErrBusy", err)
+		}
+		other, err := s.Lock(ctx, "hed", "b", ttl)
+		if err != nil {
+			t.Errorf("Lock of another session: %v", err)
+		} else {
+			other()
+		}
+		if u, err := s.Lock(ctx, "eeglab", "a", ttl); err != nil {
+			t.Errorf("Lock of the same id in another community: %v", err)
+		} else {
+			u()
+		}
+		unlock()
+		unlock2, err := s.Lock(ctx, "hed", "a", ttl)
+		if err != nil {
+			t.Fatalf("Lock after unlock: %v", err)
+		}
+		unlock() // a stale unlock must not release the new holder
+		if _, err := s.Lock(ctx, "hed", "a", ttl); !errors.Is(err, ErrBusy) {
+			t.Errorf("Lock after a stale unlock: err = %v, want ErrBusy", err)
+		}
+
+		c.Advance(ttl - time.Millisecond)
+		if _, err := s.Lock(ctx, "hed", "a", ttl); !errors.Is(err, ErrBusy) {
+			t.Errorf("Lock 1 ms before the ttl: err = %v, want ErrBusy", err)
+		}
+		c.Advance(time.Millisecond)
+		unlock3, err := s.Lock(ctx, "hed", "a", ttl)
+		if err != nil {
+			t.Fatalf("Lock after the ttl: %v", err)
+		}
+		unlock2() // the expired holder's unlock must not release the new one
+		if _, err := s.Lock(ctx, "hed", "a", ttl); !errors.Is(err, ErrBusy) {
+			t.Errorf("Lock after an expired holder's unlock: err = %v, want ErrBusy", err)
+		}
+		unlock3()
+		if _, err := s.Lock(ctx, "hed", "a", 0); err == nil {
+			t.Error("Lock with a zero ttl succeeded")
+		}
+	})
+
+	t.Run("Allow", func(t *testing.T) {
+		s, c := setup(t) // 10 s into a minute window
+		for i := range 3 {
+			ok, retry, err := s.Allow(ctx, "chat:1.2.3.4", 3, time.Minute)
+			if !ok || retry != 0 || err != nil {
+				t.Fatalf("event %d: Allow = %v, %v, %v; want true, 0, nil", i+1, ok, retry, err)
+			}
+		}
+		c.Advance(5 * time.Second)
+		ok, retry, err := s.Allow(ctx, "chat:1.2.3.4", 3, time.Minute)
+		if ok || err != nil || retry != 45*time.Second {
+			t.Errorf("4th event: Allow = %v, %v, %v; want false, 45s, nil", ok, retry, err)
+		}
+		if ok, _, _ := s.Allow(ctx, "chat:1.2.3.5", 3, time.Minute); !ok {
+			t.Error("another key was refused")
+		}
+		if ok, _, _ := s.Allow(ctx, "chat:1.2.3.4", 3, time.Hour); !ok {
+			t.Error("the same key with another window was refused")
+		}
+		c.Advance(retry)
+		if ok, _, _ := s.Allow(ctx, "chat:1.2.3.4", 3, time.Minute); !ok {
+			t.Error("the next window was refused")
+		}
+		if ok, retry, _ := s.Allow(ctx, "zero", 0, time.Minute); ok || retry <= 0 {
+			t.Errorf("limit 0: Allow = %v, %v; want false and a wait", ok, retry)
+		}
+		if _, _, err := s.Allow(ctx, "k", 1, 0); err == nil {
+			t.Error("Allow with a zero window succeeded")
+		}
+	})
+
+	t.Run("Costs", func(t *testing.T) {
+		s, c := setup(t) // 2026-01-31 22:00:10
+		near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+		check := func(what string, wantDay, wantMonth float64) {
+			t.Helper()
+			d, m, err := s.Costs(ctx, "hed")
+			if err != nil || !near(d, wantDay) || !near(m, wantMonth) {
+				t.Errorf("%s: Costs = %v, %v, %v; want %v, %v", what, d, m, err, wantDay, wantMonth)
+			}
+		}
+		check("empty", 0, 0)
+		if d, m, err := s.AddCost(ctx, "hed", 0.5); err != nil || !near(d, 0.5) || !near(m, 0.5) {
+			t.Errorf("AddCost = %v, %v, %v; want 0.5, 0.5", d, m, err)
+		}
+		if d, m, err := s.AddCost(ctx, "hed", 0.25); err != nil || !near(d, 0.75) || !near(m, 0.75) {
+			t.Errorf("AddCost = %v, %v, %v; want 0.75, 0.75", d, m, err)
+		}
+		if _, _, err := s.AddCost(ctx, "eeglab", 1); err != nil {
+			t.Fatal(err)
+		}
+		check("same day", 0.75, 0.75)
+		c.Advance(2 * time.Hour) // 2026-02-01: a new day and a new month
+		check("next month", 0, 0)
+		if _, _, err := s.AddCost(ctx, "hed", 1); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(24 * time.Hour) // 2026-02-02: a new day, the same month
+		check("next day", 0, 1)
+		if _, _, err := s.AddCost(ctx, "hed", 0.125); err != nil {
+			t.Fatal(err)
+		}
+		check("next day after a cost", 0.125, 1.125)
+		for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+			if _, _, err := s.AddCost(ctx, "hed", bad); err == nil {
+				t.Errorf("AddCost(%v) succeeded", bad)
+			}
+		}
+		check("after refused costs", 0.125, 1.125)
+	})
+
+	t.Run("ClaimHammer", func(t *testing.T) {
+		s, _ := setup(t)
+		mustEnsure(t, s, "hed", "a")
+		for round := range 3 {
+			id := fmt.Sprintf("c%d", round)
+			mustPark(t, s, "hed", "a", call(id))
+			const n = 50
+			var (
+				wg      sync.WaitGroup
+				start   = make(chan struct{})
+				results = make(chan error, n)
+			)
+			for range n {
+				wg.Go(func() {
+					<-start
+					_, err := s.Claim(ctx, "hed", "a", id)
+					results <- err
+				})
+			}
+			close(start)
+			wg.Wait()
+			close(results)
+			won := 0
+			for err := range results {
+				switch {
+				case err == nil:
+					won++
+				case !errors.Is(err, ErrNoParkedCall):
+					t.Errorf("Claim: unexpected error %v", err)
+				}
+			}
+			if won != 1 {
+				t.Errorf("round %d: %d of %d concurrent claims succeeded, want exactly 1", round, won, n)
+			}
+		}
+	})
+
+	t.Run("LockHammer", func(t *testing.T) {
+		s, _ := setup(t)
+		const n = 50
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			mu    sync.Mutex
+			won   int
+		)
+		for range n {
+			wg.Go(func() {
+				<-start
+				_, err := s.Lock(ctx, "hed", "a", time.Minute)
+				switch {
+				case err == nil:
+					mu.Lock()
+					won++
+					mu.Unlock()
+				case !errors.Is(err, ErrBusy):
+					t.Errorf("Lock: unexpected error %v", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if won != 1 {
+			t.Errorf("%d of %d concurrent Locks succeeded, want exactly 1", won, n)
+		}
+	})
+
+	t.Run("EnsureConcurrent", func(t *testing.T) {
+		s, _ := setup(t)
+		const n = 20
+		var (
+			wg      sync.WaitGroup
+			start   = make(chan struct{})
+			created atomic.Int32
+		)
+		for range n {
+			wg.Go(func() {
+				<-start
+				_, c, err := s.EnsureSession(ctx, "hed", "a")
+				if err != nil {
+					t.Errorf("EnsureSession: %v", err)
+				}
+				if c {
+					created.Add(1)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if got := created.Load(); got != 1 {
+			t.Errorf("%d of %d concurrent EnsureSessions created the session, want 1", got, n)
+		}
+	})
+
+	t.Run("AppendConcurrent", func(t *testing.T) {
+		s, _ := setup(t)
+		mustEnsure(t, s, "hed", "a")
+		const n = 20
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if _, err := s.Append(ctx, "hed", "a", msg(fmt.Sprint(i))); err != nil {
+					t.Errorf("Append: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if got, _ := s.Session(ctx, "hed", "a"); got.MessageCount != n {
+			t.Errorf("MessageCount = %d, want %d", got.MessageCount, n)
+		}
+		if h := history(t, s, "hed", "a"); len(h) != n {
+			t.Errorf("history has %d messages, want %d", len(h), n)
+		}
+	})
+
+	t.Run("IDsDoNotCollide", func(t *testing.T) {
+		s, _ := setup(t)
+		pairs := [][2]string{
+			{"x", "a:b"}, {"x:a", "b"}, {"x", "a"}, {"x:a:b", ""}, {"", "x:a:b"},
+			{"x", "{a}:b"}, {"x}:{a", "b"}, {"{x}", "a"}, {"x", "{a}"},
+			{"x", "a:meta"}, {"x", "a}:hist"}, {"x", "é"}, {"x", "e\u0301"}, {"x", "日本"},
+			{"x", "a*"}, {"x", "a\x00b"}, {"x", "a b"}, {"hed", "A"}, {"hed", "a"},
+		}
+		for i, p := range pairs {
+			mustEnsure(t, s, p[0], p[1])
+			mustAppend(t, s, p[0], p[1], msg(fmt.Sprint(i)))
+			mustPark(t, s, p[0], p[1], call(fmt.Sprint("call", i)))
+		}
+		for i, p := range pairs {
+			want := []string{string(msg(fmt.Sprint(i)))}
+			if d := cmp.Diff(want, history(t, s, p[0], p[1])); d != "" {
+				t.Errorf("community %q id %q: history (-want +got):\n%s", p[0], p[1], d)
+			}
+			if _, err := s.Claim(ctx, p[0], p[1], fmt.Sprint("call", i)); err != nil {
+				t.Errorf("community %q id %q: Claim: %v", p[0], p[1], err)
+			}
+		}
+		for i, k := range []string{"a:b", "a", "a:60000", "{a}", "é", "e\u0301"} {
+			if ok, _, err := s.Allow(ctx, k, 1, time.Minute); !ok || err != nil {
+				t.Errorf("key %d %q: first Allow = %v, %v; want true", i, k, ok, err)
+			}
+		}
+		for _, com := range []string{"x", "x:2026-01-31", "x:2026-01", "{x}"} {
+			if _, _, err := s.AddCost(ctx, com, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, com := range []string{"x", "x:2026-01-31", "x:2026-01", "{x}"} {
+			if d, m, _ := s.Costs(ctx, com); d != 1 || m != 1 {
+				t.Errorf("community %q: Costs = %v, %v; want 1, 1", com, d, m)
+			}
+		}
+	})
+
+	t.Run("CancelledContext", func(t *testing.T) {
+		s, _ := setup(t)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, _, err := s.EnsureSession(cctx, "hed", "a"); err == nil {
+			t.Error("EnsureSession with a cancelled context succeeded")
+		}
+		if ok, _, err := s.Allow(cctx, "k", 10, time.Minute); ok || err == nil {
+			t.Errorf("Allow with a cancelled context = %v, %v; want false and an error", ok, err)
+		}
+	})
+}
+
+func TestMemory(t *testing.T) {
+	testStore(t, func(t *testing.T, now func() time.Time) Store {
+		return NewMemory(testLimits(), now)
+	})
+}
