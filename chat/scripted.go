@@ -109,7 +109,7 @@ func quoteResult(res Block) string {
 	}
 	out := "The code finished with status " + status + "."
 	if m := stdoutRE.FindStringSubmatch(text); m != nil {
-		out += " It printed:\n\n```\n" + m[1] + "\n```"
+		out += " It printed:\n\n```\n" + strings.TrimRight(m[1], "\n") + "\n```"
 	} else {
 		out += " It printed nothing."
 	}

@@ -48,13 +48,13 @@ type testServer struct {
 }
 
 // startServer builds the server exactly as serve does, from flags, and serves it on loopback.
-func startServer(t *testing.T, args ...string) *testServer {
+func startServer(t testing.TB, args ...string) *testServer {
 	t.Helper()
 	return startServerWith(t, nil, nil, args...)
 }
 
 // startServerWith is startServer with an environment and a clock.
-func startServerWith(t *testing.T, environ map[string]string, now func() time.Time, args ...string) *testServer {
+func startServerWith(t testing.TB, environ map[string]string, now func() time.Time, args ...string) *testServer {
 	t.Helper()
 	e := &env{m: map[string]string{}}
 	for k, v := range environ {
