@@ -122,3 +122,21 @@ func TestShippedCommunities(t *testing.T) {
 		t.Fatalf("got %d shipped communities, want at least 3", len(set.Communities))
 	}
 }
+
+// TestFullConfigNotices: a config using every section, the reference's knowledge-sync sections
+// included, loads, and validate's notice names every section this backend accepts but does not
+// use.
+func TestFullConfigNotices(t *testing.T) {
+	c, err := LoadFile("testdata/good/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notices := unusedSections("full.yaml", c)
+	want := "accepted, not used by this backend (knowledge tools come from MCP servers here): documentation, github, citations, discourse, mailman, docstrings, faq_generation, public_feeds, sync, notebook, extensions.python_plugins"
+	if len(notices) != 1 || notices[0].Msg != want {
+		t.Fatalf("notices = %+v\nwant %q", notices, want)
+	}
+	if n := unusedSections("min.yaml", &Community{}); n != nil {
+		t.Errorf("a community without those sections got notices %+v", n)
+	}
+}
