@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
-	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/runtimelock"
 )
 
 // checker collects the per-file rule failures of phase 3, each located through the path index
@@ -549,30 +549,9 @@ func datasetQuestionProblem(t string) string {
 	return ""
 }
 
-// relPathProblem applies the reference's rules for a path relative to the community folder,
-// on the string alone, before any disk access (config.md §7.2).
-func relPathProblem(p, suffix string) string {
-	switch {
-	case strings.Contains(p, `\`):
-		return "use forward slashes"
-	case strings.HasPrefix(p, "/"):
-		return "it must be relative to the community's folder"
-	}
-	for seg := range strings.SplitSeq(p, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return "it must be a plain relative path, with no empty, '.' or '..' segments"
-		}
-	}
-	base := path.Base(p)
-	ext := path.Ext(base)
-	if ext == base { // a dotfile such as ".json" has no suffix
-		ext = ""
-	}
-	if ext != suffix {
-		return "it must be a " + suffix + " file"
-	}
-	return ""
-}
+// relPathProblem applies the reference's rules for a path relative to the community folder
+// (config.md §7.2), shared with the lock-overlay loader so both judge a path alike.
+func relPathProblem(p, suffix string) string { return runtimelock.PathProblem(p, suffix) }
 
 func (k *checker) checkNotebook(n *Notebook) {
 	if msg := relPathProblem(n.Starter, ".ipynb"); msg != "" {

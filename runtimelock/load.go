@@ -79,7 +79,7 @@ func Load(communityDir, lockfile string) (*Verified, error) {
 func openOverlay(communityDir, lockfile string) (*os.Root, []byte, error) {
 	// config checks the path before it gets here (config.md §7.2); checking again keeps this
 	// package safe on its own.
-	if p := pathProblem(lockfile, ".json"); p != "" {
+	if p := PathProblem(lockfile, ".json"); p != "" {
 		return nil, nil, fmt.Errorf("lockfile %s: %s", pyRepr(lockfile), p)
 	}
 	display := filepath.Join(communityDir, filepath.FromSlash(lockfile))
@@ -138,9 +138,9 @@ func pathCause(err error) error {
 	return err
 }
 
-// pathProblem applies config.md §7.2 to a community-relative path and returns what is wrong
+// PathProblem applies config.md §7.2 to a community-relative path and returns what is wrong
 // with it, or "".
-func pathProblem(p, suffix string) string {
+func PathProblem(p, suffix string) string {
 	switch {
 	case strings.Contains(p, `\`):
 		return "use forward slashes"
