@@ -17,17 +17,23 @@ help: ## list the targets
 build: ## build bin/assistant
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/assistant ./cmd/assistant
 
+# The server's Python engine (python.wasm and its stdlib) is built on first use and cached by a
+# hash of its inputs; targets that need it find it with --print-dir.
+.PHONY: engine
+engine: ## build the server's Python engine (python.wasm + stdlib; cached by input hash, ~5 min the first time)
+	scripts/build_python_wasi.sh >/dev/null
+
 .PHONY: run
-run: build ## serve the shipped communities on :8080
-	./bin/assistant serve
+run: build engine ## serve the shipped communities on :8080
+	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" ./bin/assistant serve
 
 .PHONY: test
-test: ## run every test (race detector on), Redis ones against a throwaway redis-server
-	scripts/with_redis.sh $(GO) test -race -count=1 ./...
+test: engine ## run every test (race detector on), Redis ones against a throwaway redis-server
+	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" scripts/with_redis.sh $(GO) test -race -count=1 ./...
 
 .PHONY: bench
-bench: ## run the Go benchmarks (Redis ones against a throwaway redis-server)
-	scripts/with_redis.sh $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
+bench: engine ## run the Go benchmarks (Redis ones against a throwaway redis-server)
+	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" scripts/with_redis.sh $(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
 
 .PHONY: redis-start redis-stop
 redis-start: ## start the test redis-server (scripts/redis.sh addr prints its address)
@@ -46,8 +52,8 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 .PHONY: validate
-validate: ## check every shipped community config
-	$(GO) run ./cmd/assistant validate communities
+validate: engine ## check every shipped community config (preludes compiled by the engine)
+	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" $(GO) run ./cmd/assistant validate communities
 
 .PHONY: check-locks
 check-locks: ## check that every shipped lock overlay is what its wheels produce

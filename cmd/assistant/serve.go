@@ -39,6 +39,8 @@ type serveSettings struct {
 	rateLimits   string
 	trusted      string
 	prices       string
+	engineDir    string
+	engineCache  string
 	// now is the clock of sessions and parked calls; nil is the real one. Tests set it.
 	now func() time.Time
 }
@@ -80,6 +82,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&s.rateLimits, "rate-limits", env("ASSISTANT_RATE_LIMITS"), "per client IP and community, e.g. chat_minute=10,chat_hour=20,resume_minute=10,resume_hour=100 (0 turns one off); default: the reference's numbers for the deployment (ASSISTANT_RATE_LIMITS)")
 	fs.StringVar(&s.trusted, "trusted-proxies", env("ASSISTANT_TRUSTED_PROXIES"), "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is believed (ASSISTANT_TRUSTED_PROXIES)")
 	fs.StringVar(&s.prices, "prices", env("ASSISTANT_PRICES"), "JSON file of model prices in USD per million tokens, {\"anthropic/claude-haiku-4-5\": {\"input_per_mtok\": 1, \"output_per_mtok\": 5}}; default: a built-in table (ASSISTANT_PRICES)")
+	fs.StringVar(&s.engineDir, "engine-dir", env("ASSISTANT_ENGINE_DIR"), "the Python engine built by scripts/build_python_wasi.sh; preludes are compile-checked with it (ASSISTANT_ENGINE_DIR)")
+	fs.StringVar(&s.engineCache, "engine-cache", env("ASSISTANT_ENGINE_CACHE"), "wazero's compilation cache directory; default: the user cache directory (ASSISTANT_ENGINE_CACHE)")
 	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
@@ -135,9 +139,24 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	if err != nil {
 		return nil, nil, err
 	}
+	// The engine compiles before anything is loaded: a broken python.wasm stops the start.
+	eng, err := openEngine(ctx, s.engineDir, s.engineCache, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if eng == nil {
+		log.Warn("no Python engine (--engine-dir): preludes are not compile-checked")
+	}
+	closeEngine := func() {
+		if eng != nil {
+			_ = eng.Close(context.WithoutCancel(ctx))
+		}
+	}
 	locks := &runtimelock.Cache{}
+	opts := loadOptions(eng)
+	opts.Locks = locks
 	load := func(ctx context.Context) (*config.Set, error) {
-		return config.Load(ctx, s.communities, config.Options{Locks: locks})
+		return config.Load(ctx, s.communities, opts)
 	}
 	set, err := load(ctx)
 	var list config.ErrorList
@@ -146,9 +165,11 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 			log.Error("config error", slog.String("error", e.Error()), slog.Bool("fails_closed", e.FailsClosed))
 		}
 		if fatal := list.Fatal(); len(fatal) > 0 {
+			closeEngine()
 			return nil, nil, fmt.Errorf("%d config %s in %s; fix them or run assistant validate", len(fatal), plural(len(fatal), "error", "errors"), s.communities)
 		}
 	} else if err != nil {
+		closeEngine()
 		return nil, nil, err
 	}
 	var origins []string
@@ -159,18 +180,22 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	}
 	rl, err := parseRateLimits(s.rateLimits, dep)
 	if err != nil {
+		closeEngine()
 		return nil, nil, err
 	}
 	trusted, err := parseCIDRs(s.trusted)
 	if err != nil {
+		closeEngine()
 		return nil, nil, err
 	}
 	prices, err := loadPrices(s.prices)
 	if err != nil {
+		closeEngine()
 		return nil, nil, err
 	}
 	st, err := openStore(ctx, s.redisURL, s.redisPrefix, s.now, log)
 	if err != nil {
+		closeEngine()
 		return nil, nil, err
 	}
 	models := &chat.Models{Getenv: getenv, Default: s.defaultModel}
@@ -198,9 +223,10 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	})
 	if err != nil {
 		st.Close()
+		closeEngine()
 		return nil, nil, err
 	}
-	return srv, func() { _ = st.Close() }, nil
+	return srv, func() { _ = st.Close(); closeEngine() }, nil
 }
 
 // runServe is assistant serve.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/osc-assistant/assistant/config"
@@ -29,7 +30,15 @@ func runValidate(ctx context.Context, args []string, getenv func(string) string,
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)
 	}
-	set, err := config.Load(ctx, dir, config.Options{})
+	eng, err := openEngine(ctx, getenv("ASSISTANT_ENGINE_DIR"), getenv("ASSISTANT_ENGINE_CACHE"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		fmt.Fprintln(stderr, "assistant validate:", err)
+		return 1
+	}
+	if eng != nil {
+		defer eng.Close(ctx)
+	}
+	set, err := config.Load(ctx, dir, loadOptions(eng))
 	if err != nil {
 		var list config.ErrorList
 		if errors.As(err, &list) {
@@ -47,7 +56,7 @@ func runValidate(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintf(stdout, "%s: notice: %s\n", n.File, n.Msg)
 	}
 	if !set.PreludesChecked {
-		fmt.Fprintln(stdout, "note: preludes were not compile-checked (this build has no Python engine)")
+		fmt.Fprintln(stdout, "note: preludes were not compile-checked: set ASSISTANT_ENGINE_DIR to the Python engine (make validate does)")
 	}
 	fmt.Fprintf(stdout, "%d %s valid\n", len(set.Communities), plural(len(set.Communities), "community", "communities"))
 	return 0

@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package sandbox
+
+import "syscall"
+
+const mapFlags = syscall.MAP_PRIVATE | syscall.MAP_ANON

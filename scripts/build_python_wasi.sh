@@ -1,0 +1,406 @@
+#!/usr/bin/env bash
+# Builds the server's Python engine: CPython 3.13 for wasm32-wasi (python.wasm) plus a trimmed
+# standard library with precompiled .pyc files, from Debian's python3.13 and zlib source
+# packages, with Debian's clang-19 and wasi-libc. The recipe and its measurements are in
+# shared/spec/python-engine.md ("The recipe" and "CPython 3.13").
+#
+# Usage:
+#   scripts/build_python_wasi.sh              build if needed; the last line of stdout is the
+#                                             engine directory (progress goes to stderr)
+#   scripts/build_python_wasi.sh --print-dir  print the engine directory without building;
+#                                             exit 1 if it has not been built
+#
+# Output: $ASSISTANT_ENGINE_CACHE (default ~/.cache/assistant-engine)/<key>/ holding
+#   python.wasm            the stripped, wasm-opt'ed interpreter
+#   lib/python3.13/        the trimmed stdlib, .py plus unchecked-hash .pyc; mount it in the
+#                          guest at /usr/lib/python3.13 with PYTHONHOME=/usr
+#   SHA256SUMS             sha256 of every file above (sha256sum format, sorted)
+#   BUILDINFO              the pinned sources and toolchain versions that went in
+# <key> is a hash of this script (which pins the source tarballs by sha256) and the installed
+# toolchain package versions, so a change to either builds a new engine beside the old one.
+# The directory appears atomically and only when complete (.complete marker), so a second run
+# is instant. Source tarballs are cached in <cache>/downloads; the build itself runs in
+# /tmp/assistant-engine-build/<key> (a fixed path, so builds are reproducible) and resumes
+# from the last finished phase after a failure (it is removed after a success). The native
+# python3.13 that serves as the build Python is keyed separately (its own inputs only), so
+# editing this script does not rebuild it.
+#
+# Needs root (or passwordless apt) only when packages or source entries are missing: it then
+# adds deb-src entries for bookworm and trixie (trixie is source-only: bookworm has no
+# python3.13) in /etc/apt/sources.list.d/assistant-engine-src.sources and installs the
+# toolchain with apt-get.
+set -euo pipefail
+
+readonly PY_MINOR=3.13
+readonly PY_TARBALL=python3.13_3.13.5.orig.tar.xz
+readonly PY_TARBALL_SHA256=93e583f243454e6e9e4588ca2c2662206ad961659863277afcdb96801647d640
+readonly PY_SRCPKG=python3.13 # from trixie (deb-src)
+readonly ZLIB_TARBALL=zlib_1.2.13.dfsg.orig.tar.bz2
+readonly ZLIB_TARBALL_SHA256=71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a1
+readonly ZLIB_SRCPKG=zlib/bookworm
+# 2025-06-11T00:00:00Z, the CPython 3.13.5 release date: the build date in sys.version and
+# every output file's mtime.
+readonly SOURCE_DATE_EPOCH=1749600000
+export SOURCE_DATE_EPOCH
+
+# Packages whose versions go into the cache key (they shape python.wasm).
+readonly TOOLCHAIN_PKGS=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 wasi-libc binaryen)
+# Packages needed for the build but not part of the key.
+readonly OTHER_PKGS=(gcc libc6-dev make pkg-config xz-utils bzip2 coreutils util-linux)
+
+# Stdlib directories and files left out of the engine (spec: "Package the stdlib").
+readonly STDLIB_EXCLUDE=(test idlelib tkinter turtle.py turtledemo ensurepip lib2to3 venv
+	distutils pydoc_data curses sqlite3 ctypes dbm multiprocessing)
+
+readonly CACHE_ROOT="${ASSISTANT_ENGINE_CACHE:-${HOME:-/root}/.cache/assistant-engine}"
+readonly BUILD_ROOT=/tmp/assistant-engine-build
+SCRIPT_PATH="$(readlink -f "${BASH_SOURCE[0]}")"
+readonly SCRIPT_PATH
+readonly JOBS="${ASSISTANT_ENGINE_JOBS:-$(nproc)}"
+START=$SECONDS
+
+log() { printf '[%s +%4ds] %s\n' "$(date -u +%H:%M:%S)" $((SECONDS - START)) "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+# pkg_versions PKG... prints "PKG VERSION" for each PKG, VERSION "none" when not installed,
+# with one dpkg-query call (this runs on every cached invocation).
+pkg_versions() {
+	local p status version installed
+	installed=$(dpkg-query -W -f='${Package} ${db:Status-Status} ${Version}\n' "$@" 2>/dev/null || true)
+	for p in "$@"; do
+		status='' version=''
+		read -r _ status version < <(awk -v p="$p" '$1 == p' <<<"$installed") || true
+		[[ ${status:-} == installed ]] || version=none
+		echo "$p $version"
+	done
+}
+
+# engine_key prints the cache key: script + toolchain versions.
+engine_key() {
+	{
+		sha256sum <"$SCRIPT_PATH" | cut -d' ' -f1
+		pkg_versions "${TOOLCHAIN_PKGS[@]}" | tr ' ' '='
+	} | sha256sum | cut -c1-16
+}
+
+# as_root runs a command as root (directly, or through sudo when available).
+as_root() {
+	if [[ $(id -u) == 0 ]]; then
+		"$@"
+	elif command -v sudo >/dev/null; then
+		sudo "$@"
+	else
+		die "need root to run: $*"
+	fi
+}
+
+ensure_packages() {
+	local missing=() p v
+	while read -r p v; do
+		[[ $v != none ]] || missing+=("$p")
+	done < <(pkg_versions "${TOOLCHAIN_PKGS[@]}" "${OTHER_PKGS[@]}")
+	((${#missing[@]} == 0)) && return 0
+	log "installing: ${missing[*]}"
+	as_root apt-get update -qq >&2
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >&2
+}
+
+# ensure_deb_src makes sure deb-src indexes for bookworm main and trixie main are configured
+# and downloaded, adding them in a file of our own when missing.
+readonly SRC_LIST=/etc/apt/sources.list.d/assistant-engine-src.sources
+ensure_deb_src() {
+	local have mirror want=() suite changed=0
+	# shellcheck disable=SC2016 # $(...) here is apt's format syntax, not the shell's
+	have=$(apt-get indextargets --no-release-info 'Created-By: Sources' \
+		--format '$(RELEASE)/$(COMPONENT)' 2>/dev/null || true)
+	for suite in bookworm trixie; do
+		grep -qx "$suite/main" <<<"$have" || want+=("$suite")
+	done
+	if ((${#want[@]} > 0)); then
+		# The mirror the machine already uses for bookworm, else Debian's CDN.
+		# shellcheck disable=SC2016
+		mirror=$(apt-get indextargets 'Created-By: Packages' 'Release: bookworm' \
+			--format '$(REPO_URI)' 2>/dev/null | head -n1)
+		mirror=${mirror:-http://deb.debian.org/debian/}
+		log "adding deb-src entries for ${want[*]} ($mirror) in $SRC_LIST"
+		{
+			echo "# Added by assistant scripts/build_python_wasi.sh: source packages only."
+			echo "Types: deb-src"
+			echo "URIs: $mirror"
+			echo "Suites: ${want[*]}"
+			echo "Components: main"
+			echo "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+		} | as_root tee "$SRC_LIST.new" >/dev/null
+		if [[ -f $SRC_LIST ]]; then
+			# Keep the suites we added earlier, as a stanza of their own.
+			as_root sh -c "printf '\n' >>'$SRC_LIST.new' && cat '$SRC_LIST' >>'$SRC_LIST.new'"
+		fi
+		as_root mv "$SRC_LIST.new" "$SRC_LIST"
+		changed=1
+	fi
+	if ((changed)) || ! apt-cache showsrc "$PY_SRCPKG" 2>/dev/null | grep -q '^Package:'; then
+		log "apt-get update (source indexes)"
+		as_root apt-get update -qq >&2
+	fi
+}
+
+# fetch_orig SRCPKG FILE SHA256 puts FILE (a source package's orig tarball, pinned by sha256)
+# into the download cache, fetching only that file with apt's own downloader.
+fetch_orig() {
+	local srcpkg=$1 file=$2 sha=$3 dest="$CACHE_ROOT/downloads/$2" uri tmp
+	if [[ -f $dest ]] && echo "$sha  $dest" | sha256sum -c --status; then
+		return 0
+	fi
+	ensure_deb_src
+	uri=$(cd "$CACHE_ROOT/downloads" && apt-get source --print-uris -qq "$srcpkg" 2>/dev/null |
+		awk -v f="$file" '$2 == f { gsub("\047", "", $1); print $1 }')
+	[[ -n $uri ]] || die "apt-get source $srcpkg no longer offers $file; update the pins in $SCRIPT_PATH"
+	log "downloading $file"
+	# A directory apt's downloader can write to after it drops root (the cache, under $HOME,
+	# may not be reachable for its _apt user).
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/assistant-engine-dl.XXXXXX")
+	chmod 0755 "$tmp"
+	if [[ $(id -u) == 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$tmp"; fi
+	/usr/lib/apt/apt-helper download-file "$uri" "$tmp/$file" "SHA256:$sha" >&2
+	mv "$tmp/$file" "$dest.tmp"
+	mv "$dest.tmp" "$dest"
+	rm -rf "$tmp"
+}
+
+# phase NAME FUNC runs FUNC in a subshell with its output in $WORK/logs/NAME.log, once: a
+# finished phase leaves $WORK/.done-NAME and is skipped when the build resumes. (The subshell
+# runs in the background and is waited for, so that set -e holds inside it.)
+phase() {
+	local name=$1 fn=$2 t0=$SECONDS pid
+	if [[ -f $WORK/.done-$name ]]; then
+		log "phase $name: already done"
+		return 0
+	fi
+	log "phase $name ..."
+	mkdir -p "$WORK/logs"
+	(
+		set -euo pipefail
+		"$fn"
+	) >"$WORK/logs/$name.log" 2>&1 &
+	pid=$!
+	if ! wait "$pid"; then
+		tail -n 40 "$WORK/logs/$name.log" >&2
+		die "phase $name failed after $((SECONDS - t0))s; full log: $WORK/logs/$name.log"
+	fi
+	touch "$WORK/.done-$name"
+	log "phase $name: done in $((SECONDS - t0))s"
+}
+
+# --- phases ---------------------------------------------------------------------------------
+
+native_build() { # the build Python: a plain native python3.13 from the same tarball
+	rm -rf "${NATIVE:?}/src"
+	mkdir -p "$NATIVE/src"
+	tar -xf "$CACHE_ROOT/downloads/$PY_TARBALL" -C "$NATIVE/src" --strip-components=1
+	cd "$NATIVE/src"
+	./configure --disable-test-modules --without-ensurepip
+	make -j"$JOBS"
+	./python -c 'import sys; assert sys.version_info[:2] == (3, 13), sys.version'
+}
+
+toolchain() { # the sysroot and wrappers (spec recipe steps 3-4)
+	rm -rf "${WORK:?}/sysroot" "${WORK:?}/bin"
+	mkdir -p "$WORK/sysroot/include" "$WORK/sysroot/lib" "$WORK/bin"
+	ln -s /usr/include/wasm32-wasi "$WORK/sysroot/include/wasm32-wasi"
+	ln -s /usr/lib/wasm32-wasi "$WORK/sysroot/lib/wasm32-wasi"
+	cat >"$WORK/bin/clang" <<-EOF
+		#!/bin/sh
+		exec clang-19 --target=wasm32-wasi --sysroot=$WORK/sysroot "\$@"
+	EOF
+	chmod +x "$WORK/bin/clang"
+	ln -s "$(command -v llvm-ar-19)" "$WORK/bin/llvm-ar"
+	ln -s "$(command -v llvm-ranlib-19)" "$WORK/bin/llvm-ranlib"
+	ln -s "$(command -v wasm-ld-19)" "$WORK/bin/wasm-ld"
+	echo 'int main(void){return 0;}' >"$WORK/t.c"
+	"$WORK/bin/clang" "$WORK/t.c" -o "$WORK/t.wasm"
+	rm -f "$WORK/t.c" "$WORK/t.wasm"
+}
+
+unpack() {
+	rm -rf "${WORK:?}/src"
+	mkdir -p "$WORK/src/python" "$WORK/src/zlib"
+	tar -xf "$CACHE_ROOT/downloads/$PY_TARBALL" -C "$WORK/src/python" --strip-components=1
+	tar -xf "$CACHE_ROOT/downloads/$ZLIB_TARBALL" -C "$WORK/src/zlib" --strip-components=1
+}
+
+zlib() { # static libz for wasm32 (spec recipe step 5)
+	rm -rf "${WORK:?}/deps"
+	cd "$WORK/src/zlib"
+	make distclean >/dev/null 2>&1 || true
+	CHOST=wasm32 CC="$WORK/bin/clang" AR="$WORK/bin/llvm-ar" RANLIB="$WORK/bin/llvm-ranlib" \
+		CFLAGS="-O2 $WASM_CFLAGS" ./configure --static --prefix="$WORK/deps"
+	make -j"$JOBS" libz.a
+	make install
+	test -f "$WORK/deps/lib/pkgconfig/zlib.pc"
+}
+
+cross_configure() { # spec recipe step 6, plus the 3.13 config.site lines
+	mkdir -p "$WORK/cross"
+	{
+		cat "$WORK/src/python/Tools/wasm/config.site-wasm32-wasi"
+		echo '# Added by build_python_wasi.sh: time.sleep on wazero needs plain nanosleep.'
+		echo 'ac_cv_func_clock_nanosleep=no'
+		echo 'ac_cv_lib_rt_clock_nanosleep=no'
+		echo "# bookworm's wasi-libc has no <pthread.h>; CPython 3.13 brings its own stubs."
+		echo 'ac_cv_have_pthread_t=yes'
+		echo 'ac_cv_sizeof_pthread_t=4'
+		echo 'ac_cv_sizeof_pthread_key_t=4'
+	} >"$WORK/config.site"
+	cd "$WORK/cross"
+	CONFIG_SITE="$WORK/config.site" \
+		CC="$WORK/bin/clang" AR="$WORK/bin/llvm-ar" RANLIB="$WORK/bin/llvm-ranlib" \
+		CFLAGS="$WASM_CFLAGS" \
+		PKG_CONFIG_LIBDIR="$WORK/deps/lib/pkgconfig" PKG_CONFIG_PATH='' \
+		"$WORK/src/python/configure" -C \
+		--host=wasm32-unknown-wasi \
+		--build="$("$WORK/src/python/config.guess")" \
+		--with-build-python="$NATIVE/src/python" \
+		--prefix=/usr \
+		--disable-test-modules \
+		--without-ensurepip
+	grep -q '^#define HAVE_ZLIB_COPY 1' pyconfig.h || grep -q 'MODULE_ZLIB_STATE=yes' Makefile
+}
+
+cross_make() {
+	cd "$WORK/cross"
+	make -j"$JOBS"
+	test -f python.wasm
+}
+
+optimize() { # spec recipe step 8
+	llvm-strip-19 -o "$WORK/python.stripped.wasm" "$WORK/cross/python.wasm"
+	wasm-opt -O2 --strip-debug --strip-producers \
+		"$WORK/python.stripped.wasm" -o "$WORK/python.wasm"
+	rm -f "$WORK/python.stripped.wasm"
+}
+
+stdlib() { # spec recipe step 9: trimmed stdlib, unchecked-hash .pyc, fixed timestamps
+	local lib="$WORK/stage/lib/python$PY_MINOR" x pybuilddir
+	rm -rf "${WORK:?}/stage"
+	mkdir -p "$lib"
+	# What `make install` would put in LIBDEST, without its three-level compileall.
+	cp -a "$WORK/src/python/Lib/." "$lib/"
+	for x in "${STDLIB_EXCLUDE[@]}"; do
+		rm -rf "${lib:?}/$x"
+	done
+	find "$lib" -name '__pycache__' -prune -exec rm -rf {} +
+	find "$lib" -name '*.orig' -delete
+	pybuilddir=$(cat "$WORK/cross/pybuilddir.txt")
+	cp "$WORK/cross/$pybuilddir"/_sysconfigdata_*_wasi_*.py "$lib/"
+	cp "$WORK/src/python/LICENSE" "$lib/LICENSE.txt"
+	# workers=1: 3.13's compileall pool re-imports __main__ through a forkserver (spec).
+	"$NATIVE/src/python" -I -m compileall -q -j 1 -f \
+		--invalidation-mode unchecked-hash -d "/usr/lib/python$PY_MINOR" "$lib" >/dev/null
+	cp "$WORK/python.wasm" "$WORK/stage/python.wasm"
+	find "$WORK/stage" -type d -exec chmod 0755 {} +
+	find "$WORK/stage" -type f -exec chmod 0644 {} +
+	find "$WORK/stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+}
+
+package() {
+	cd "$WORK/stage"
+	# shellcheck disable=SC2094 # SHA256SUMS itself is excluded from the listing
+	find . -type f ! -name SHA256SUMS ! -name BUILDINFO -printf '%P\n' | LC_ALL=C sort |
+		xargs -d '\n' sha256sum >SHA256SUMS
+	{
+		echo "engine_key=$KEY"
+		echo "python=$("$NATIVE/src/python" -c 'import platform; print(platform.python_version())')"
+		echo "python_source=$PY_TARBALL sha256:$PY_TARBALL_SHA256"
+		echo "zlib_source=$ZLIB_TARBALL sha256:$ZLIB_TARBALL_SHA256"
+		echo "source_date_epoch=$SOURCE_DATE_EPOCH"
+		echo "cflags=$WASM_CFLAGS"
+		pkg_versions "${TOOLCHAIN_PKGS[@]}" | sed 's/^\([^ ]*\) /toolchain_\1=/'
+		echo "python_wasm_sha256=$(sha256sum python.wasm | cut -d' ' -f1)"
+	} >BUILDINFO
+	touch -d "@$SOURCE_DATE_EPOCH" SHA256SUMS BUILDINFO
+	sha256sum python.wasm | cut -d' ' -f1 >.complete
+}
+
+# --- main -----------------------------------------------------------------------------------
+
+main() {
+	case "${1:-}" in
+	--print-dir)
+		local dir
+		dir="$CACHE_ROOT/$(engine_key)"
+		[[ -f $dir/.complete ]] || {
+			echo "engine not built (expected $dir); run $SCRIPT_PATH" >&2
+			exit 1
+		}
+		echo "$dir"
+		return 0
+		;;
+	"") ;;
+	*)
+		echo "usage: $0 [--print-dir]" >&2
+		exit 2
+		;;
+	esac
+
+	ensure_packages
+	KEY=$(engine_key)
+	OUT="$CACHE_ROOT/$KEY"
+	if [[ -f $OUT/.complete ]]; then
+		echo "$OUT"
+		return 0
+	fi
+
+	mkdir -p "$CACHE_ROOT/downloads" "$BUILD_ROOT"
+	exec 9>"$CACHE_ROOT/.lock"
+	if ! flock -n 9; then
+		log "another build holds $CACHE_ROOT/.lock; waiting"
+		flock 9
+	fi
+	if [[ -f $OUT/.complete ]]; then # built by the run we waited for
+		echo "$OUT"
+		return 0
+	fi
+
+	log "building the CPython $PY_MINOR wasm32-wasi engine $KEY (about 6 min on 2 cores, 3.5 min if the native build Python is cached)"
+	fetch_orig "$PY_SRCPKG" "$PY_TARBALL" "$PY_TARBALL_SHA256"
+	fetch_orig "$ZLIB_SRCPKG" "$ZLIB_TARBALL" "$ZLIB_TARBALL_SHA256"
+
+	local native_key
+	native_key=$({
+		echo "$PY_TARBALL_SHA256"
+		declare -f native_build
+		gcc --version | head -n1
+	} | sha256sum | cut -c1-16)
+	NATIVE="$BUILD_ROOT/native-$native_key"
+	WORK="$BUILD_ROOT/$KEY"
+	WASM_CFLAGS="-mbulk-memory -mnontrapping-fptoint -ffile-prefix-map=$WORK/=/build/"
+	WASM_CFLAGS+=" -Wno-error=int-conversion -Wno-error=incompatible-function-pointer-types"
+	mkdir -p "$WORK" "$NATIVE"
+
+	WORK=$NATIVE phase native-python native_build # bash restores WORK after the call
+	phase toolchain toolchain
+	phase unpack unpack
+	phase zlib zlib
+	phase cross-configure cross_configure
+	phase cross-make cross_make
+	phase optimize optimize
+	phase stdlib stdlib
+	phase package package
+
+	rm -rf "$OUT.partial" "$OUT" # $OUT, if there, is a leftover without .complete
+	cp -a "$WORK/stage" "$OUT.partial"
+	mv "$OUT.partial" "$OUT"
+	# The work tree is only useful to resume this key's build; keep the native build Python,
+	# which other keys reuse, and drop everything else (we hold the lock, so nothing is running).
+	find "$BUILD_ROOT" -mindepth 1 -maxdepth 1 ! -path "$NATIVE" -exec rm -rf {} +
+	log "python.wasm $(stat -c %s "$OUT/python.wasm") bytes, sha256 $(cut -c1-16 "$OUT/.complete")…;" \
+		"stdlib $(du -sb "$OUT/lib" | cut -f1) bytes in $(find "$OUT/lib" -type f | wc -l) files"
+	log "done in $((SECONDS - START))s"
+	echo "$OUT"
+}
+
+main "$@"
