@@ -58,8 +58,18 @@ type Engine struct {
 	Store  store.Store
 	Models *Models
 	Budget *Budget
+	// Runner runs client tools on the server for communities with server_fallback; nil turns
+	// the fallback off.
+	Runner Runner
 	Now    func() time.Time
 	Log    *slog.Logger
+}
+
+// Runner runs a python client tool's code in the server's own engine, under the community's
+// policy for the deployment, and returns the result a browser would have posted plus the files
+// the run saved (path → bytes).
+type Runner interface {
+	RunTool(ctx context.Context, c *config.Community, dep config.Deployment, callID, code string) (toolresults.Result, map[string][]byte, error)
 }
 
 // PageContext is the page the widget is embedded in.
@@ -287,7 +297,7 @@ func (e *Engine) run(ctx context.Context, t Turn, id string, history []Message, 
 // (error). runs is how many browser results this reply has already returned.
 func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, history []Message, runs int, sink Sink) error {
 	c := t.Community.ID
-	tools := bindTools(t)
+	tools := bindTools(t, e.Runner != nil)
 	system := SystemPrompt(t.Community, t.Page)
 	for range maxStepsPerRun {
 		var text strings.Builder
@@ -360,6 +370,14 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 				results = append(results, errorResult(call.ID, fmt.Sprintf(invalidArgsFmt, call.Name, argProblems(problems))))
 			case runs >= limits.MaxBrowserRunsPerReply:
 				results = append(results, errorResult(call.ID, msgBudgetSpent))
+			case tool.server:
+				// The server runs it now, in its own engine; it counts as a run of this reply.
+				runs++
+				block, err := e.runOnServer(ctx, t, id, call, args, sink)
+				if err != nil {
+					return err
+				}
+				results = append(results, block)
 			case parked != nil:
 				results = append(results, errorResult(call.ID, msgOnlyOne))
 			default:
@@ -404,6 +422,47 @@ func (e *Engine) park(ctx context.Context, t Turn, id string, route Route, assis
 	return sink.Send(map[string]any{"event": "tool_request", "session_id": id, "call_id": call.CallID, "tool": call.Tool,
 		"args": args, "requires_permission": call.RequiresPermission, "content": reply, "citations": []any{},
 		"usage": replyUsage(usage, cost), "model": route.Model})
+}
+
+// msgServerBusy is what the model reads when the server's Python cannot take the run.
+const msgServerBusy = "The server's Python could not run this code: %s. Nothing was run."
+
+// runOnServer runs one client-tool call in the server's engine, with tool_start and tool_end
+// events, keeps the files it saved with the session, and returns the tool result the model reads:
+// the same fenced text a browser run gives.
+func (e *Engine) runOnServer(ctx context.Context, t Turn, id string, call Call, args json.RawMessage, sink Sink) (Block, error) {
+	var in struct {
+		Code        string `json:"code"`
+		Description string `json:"description"`
+	}
+	_ = json.Unmarshal(args, &in)
+	var input any
+	_ = json.Unmarshal(args, &input)
+	if err := sink.Send(map[string]any{"event": "tool_start", "name": call.Name, "input": input}); err != nil {
+		return Block{}, err
+	}
+	res, files, err := e.Runner.RunTool(ctx, t.Community, t.Deployment, call.ID, in.Code)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Block{}, ctx.Err()
+		}
+		e.log().Warn("server-side run failed", slog.String("community", t.Community.ID), slog.Any("error", err))
+		text := fmt.Sprintf(msgServerBusy, err)
+		if err := sink.Send(map[string]any{"event": "tool_end", "name": call.Name, "output": text}); err != nil {
+			return Block{}, err
+		}
+		return errorResult(call.ID, text), nil
+	}
+	if len(files) > 0 {
+		if err := e.Store.PutArtifacts(ctx, t.Community.ID, id, call.ID, files); err != nil {
+			e.log().Error("keeping a run's files failed", slog.String("community", t.Community.ID), slog.Any("error", err))
+		}
+	}
+	text := res.Text()
+	if err := sink.Send(map[string]any{"event": "tool_end", "name": call.Name, "output": text}); err != nil {
+		return Block{}, err
+	}
+	return Block{Type: BlockToolResult, ToolUseID: call.ID, IsError: res.IsError(), Content: []Block{{Type: BlockText, Text: text}}}, nil
 }
 
 func errorResult(callID, text string) Block {
@@ -481,7 +540,9 @@ type boundTools struct {
 
 type boundTool struct {
 	requiresPermission bool
-	check              func(json.RawMessage) (json.RawMessage, []string)
+	// server: the server runs this tool itself (server_fallback) instead of parking it.
+	server bool
+	check  func(json.RawMessage) (json.RawMessage, []string)
 }
 
 var pythonSchema = json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"The Python code to run."},"description":{"type":"string","description":"One line telling the reader what the code does; shown before they allow it to run."}},"required":["code","description"]}`)
@@ -490,21 +551,28 @@ var fullOutputSchema = json.RawMessage(`{"type":"object","properties":{"call_id"
 
 const fullOutputDescription = "Read more of an earlier browser run's output than its result showed: its full stdout, stderr or traceback, a page at a time from offset, or its figures again. The output stays in the reader's browser tab."
 
-// bindTools binds the client tools of one request (config.md §3.3).
-func bindTools(t Turn) boundTools {
+// bindTools binds the client tools of one request (config.md §3.3): configured ∩ declared,
+// then get_full_output. With server_fallback (and a runner), a configured tool the caller does
+// not declare is bound as a server tool instead.
+func bindTools(t Turn, canRunOnServer bool) boundTools {
 	out := boundTools{byName: map[string]boundTool{}}
 	c := t.Community
-	if t.ToolsOff || len(t.Declared) == 0 || c.Extensions == nil || c.Runtime == nil || c.Runtime.Python == nil {
+	if t.ToolsOff || c.Extensions == nil || c.Runtime == nil || c.Runtime.Python == nil {
 		return out
 	}
+	fallback := canRunOnServer && c.Runtime.Python.ServerFallback
 	python := false
 	for _, ct := range c.Extensions.ClientTools {
-		if !slices.Contains(t.Declared, ct.Name) || ct.Runtime != "python" {
+		if ct.Runtime != "python" {
 			continue
 		}
-		python = true
+		declared := slices.Contains(t.Declared, ct.Name)
+		if !declared && !fallback {
+			continue
+		}
+		python = python || declared
 		out.list = append(out.list, Tool{Name: ct.Name, Description: ct.Description, Schema: pythonSchema})
-		out.byName[ct.Name] = boundTool{requiresPermission: ct.RequiresPermission, check: checkPythonArgs}
+		out.byName[ct.Name] = boundTool{requiresPermission: ct.RequiresPermission, server: !declared, check: checkPythonArgs}
 	}
 	if python && slices.Contains(t.Declared, fullOutputTool) {
 		out.list = append(out.list, Tool{Name: fullOutputTool, Description: fullOutputDescription, Schema: fullOutputSchema})

@@ -306,6 +306,10 @@ type PythonRuntime struct {
 	FetchAllow       PerDeployment[[]string] `yaml:"fetch_allow" json:"fetch_allow"`
 	IndexURLs        []string                `yaml:"index_urls" json:"index_urls"`
 	Limits           RuntimeLimits           `yaml:"limits" json:"limits"`
+	// ServerFallback lets the server run a configured client tool itself, in its own Python
+	// engine, when the caller does not declare it (a command-line client, an old widget, a
+	// page that blocks WebAssembly). Not in the reference; off by default.
+	ServerFallback bool `yaml:"server_fallback" json:"server_fallback"`
 }
 
 func (p *PythonRuntime) setDefaults() {

@@ -56,6 +56,7 @@ type memSession struct {
 	seq             uint64
 	history         []json.RawMessage
 	park            *memPark
+	artifacts       map[string]map[string][]byte // call id → path → bytes
 }
 
 type memPark struct {
@@ -306,6 +307,46 @@ func (m *Memory) History(ctx context.Context, community, id string) ([]json.RawM
 		out[i] = bytes.Clone(msg)
 	}
 	return out, nil
+}
+
+// PutArtifacts keeps a run's files with the session.
+func (m *Memory) PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.lookup(community, id, m.clock())
+	if s == nil {
+		return ErrNotFound
+	}
+	if s.artifacts == nil {
+		s.artifacts = map[string]map[string][]byte{}
+	}
+	kept := make(map[string][]byte, len(files))
+	for p, b := range files {
+		kept[p] = bytes.Clone(b)
+	}
+	s.artifacts[callID] = kept
+	return nil
+}
+
+// Artifact returns one kept file.
+func (m *Memory) Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.lookup(community, id, m.clock())
+	if s == nil {
+		return nil, ErrNotFound
+	}
+	b, ok := s.artifacts[callID][path]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return bytes.Clone(b), nil
 }
 
 // DeleteSession removes the session, its history and its parked call. The turn lock is left

@@ -66,6 +66,7 @@ type redisConn interface {
 	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	MGet(ctx context.Context, keys ...string) *redis.SliceCmd
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
+	HGet(ctx context.Context, key, field string) *redis.StringCmd
 	Time(ctx context.Context) *redis.TimeCmd
 	Close() error
 }
@@ -83,6 +84,7 @@ type redisConn interface {
 //	P s:{c:i}:park      hash {id, at, call}             TTL ParkedTTL + 1 min
 //	P s:{c:i}:lock      string "<token>:<expires ms>"   TTL the lock's ttl
 //	P rl:k:<window ms>  hash {s: window start, n}       TTL until the window ends
+//	P s:{c:i}:art:k     hash {path: bytes} of one run   TTL what is left of the session's
 //	P cost:c:YYYY-MM-DD float (USD)                     TTL 48 h, refreshed by AddCost
 //	P cost:c:YYYY-MM    float (USD)                     TTL 40 days, refreshed by AddCost
 //
@@ -154,6 +156,55 @@ type sessionKeys struct{ meta, hist, park, lock string }
 func (r *Redis) keys(community, id string) sessionKeys {
 	base := r.prefix + "s:{" + enc(community) + ":" + enc(id) + "}:"
 	return sessionKeys{meta: base + "meta", hist: base + "hist", park: base + "park", lock: base + "lock"}
+}
+
+// artifactKey holds one run's files as a hash of path → bytes, beside the session's keys.
+func (r *Redis) artifactKey(community, id, callID string) string {
+	return r.prefix + "s:{" + enc(community) + ":" + enc(id) + "}:art:" + enc(callID)
+}
+
+// PutArtifacts keeps a run's files with the session, expiring with it.
+func (r *Redis) PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error {
+	s, err := r.Session(ctx, community, id)
+	if err != nil {
+		return err
+	}
+	k := r.artifactKey(community, id, callID)
+	ttl := r.limits.SessionTTL
+	if rest := time.Until(s.LastActive.Add(r.limits.SessionTTL)); rest > 0 && r.now == nil {
+		ttl = rest
+	}
+	_, err = r.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Del(ctx, k)
+		if len(files) > 0 {
+			vals := make([]any, 0, 2*len(files))
+			for p, b := range files {
+				vals = append(vals, p, b)
+			}
+			pipe.HSet(ctx, k, vals...)
+			pipe.PExpire(ctx, k, ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return wrap("put artifacts", err)
+	}
+	return nil
+}
+
+// Artifact returns one kept file.
+func (r *Redis) Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error) {
+	if _, err := r.Session(ctx, community, id); err != nil {
+		return nil, err
+	}
+	b, err := r.c.HGet(ctx, r.artifactKey(community, id, callID), path).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, wrap("artifact", err)
+	}
+	return b, nil
 }
 
 func (r *Redis) rateKey(key string, window int64) string {

@@ -113,6 +113,12 @@ type Store interface {
 	// Costs returns the community's totals for the current UTC day and month.
 	Costs(ctx context.Context, community string) (day, month float64, err error)
 
+	// PutArtifacts keeps the files one server-side run saved (path → bytes) with the session,
+	// for as long as the session lives. ErrNotFound if the session does not exist.
+	PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error
+	// Artifact returns one kept file, or ErrNotFound.
+	Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error)
+
 	// Close releases connections.
 	Close() error
 }

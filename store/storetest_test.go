@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -682,6 +683,37 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 			if d, m, _ := s.Costs(ctx, com); d != 1 || m != 1 {
 				t.Errorf("community %q: Costs = %v, %v; want 1, 1", com, d, m)
 			}
+		}
+	})
+
+	t.Run("Artifacts", func(t *testing.T) {
+		s, clk := setup(t)
+		if err := s.PutArtifacts(ctx, "c", "none", "call", map[string][]byte{"a.txt": []byte("x")}); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("put to a missing session: %v, want ErrNotFound", err)
+		}
+		mustEnsure(t, s, "c", "s1")
+		files := map[string][]byte{"out/plot.png": {0x89, 'P', 'N', 'G', 0}, "script.py": []byte("print(1)\n")}
+		if err := s.PutArtifacts(ctx, "c", "s1", "toolu_1", files); err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range files {
+			got, err := s.Artifact(ctx, "c", "s1", "toolu_1", p)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: %q, %v; want %q", p, got, err, want)
+			}
+		}
+		for _, miss := range [][3]string{{"s1", "toolu_1", "missing.txt"}, {"s1", "toolu_2", "script.py"}, {"s2", "toolu_1", "script.py"}} {
+			if _, err := s.Artifact(ctx, "c", miss[0], miss[1], miss[2]); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%v: %v, want ErrNotFound", miss, err)
+			}
+		}
+		if _, err := s.Artifact(ctx, "other", "s1", "toolu_1", "script.py"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another community's session: %v, want ErrNotFound", err)
+		}
+		// Files go with their session.
+		clk.Advance(testLimits().SessionTTL + time.Second)
+		if _, err := s.Artifact(ctx, "c", "s1", "toolu_1", "script.py"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("after the session expired: %v, want ErrNotFound", err)
 		}
 	})
 
