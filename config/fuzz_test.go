@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader: it must never panic, and every error must name
@@ -88,4 +90,29 @@ func TestErrorListSortAndCap(t *testing.T) {
 	if s := got[0].Error(); s != "a.yaml:3:2: first" {
 		t.Fatalf("rendering = %q", s)
 	}
+}
+
+// FuzzPathIndex: every path the shape phase records points inside the document, so every
+// error located through the index names a real line and column.
+func FuzzPathIndex(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/good/*.yaml")
+	for _, file := range seeds {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := newDecoder("f.yaml", data)
+		var root yaml.Node
+		if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+			return
+		}
+		d.decode(root.Content[0], reflectValue(&Community{}), "", false)
+		lines := strings.Split(string(data), "\n")
+		for p, at := range d.index {
+			if at.line < 1 || at.line > len(lines) || at.col < 1 || at.col > len(lines[at.line-1])+1 {
+				t.Fatalf("path %q at %d:%d is outside the document (%d lines)", p, at.line, at.col, len(lines))
+			}
+		}
+	})
 }
