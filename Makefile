@@ -23,12 +23,29 @@ build: ## build bin/assistant
 engine: ## build the server's Python engine (python.wasm + stdlib; cached by input hash, ~5 min the first time)
 	scripts/build_python_wasi.sh >/dev/null
 
+.PHONY: pyodide
+pyodide: ## install the npm pyodide package the demo page serves, outside the repository
+	scripts/install_pyodide.sh
+
+.PHONY: browser-deps
+browser-deps: ## install what the browser tests need (tests/browser npm packages, Pyodide)
+	scripts/browser_test.sh --deps
+
+.PHONY: browser-test
+browser-test: ## run only the demo page's tests in Chromium
+	scripts/browser_test.sh
+
+# The reader's browser fetches the stock Pyodide packages the local npm copy lacks (numpy,
+# scipy, matplotlib) from the CDN, checked against the lock's sha256.
+PYODIDE_PACKAGES_URL ?= https://cdn.jsdelivr.net/pyodide/v{version}/full/
+
 .PHONY: run
-run: build engine ## serve the shipped communities on :8080
-	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" ./bin/assistant serve
+run: build engine pyodide ## serve the shipped communities on :8080 (prints the demo page URLs)
+	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" \
+	ASSISTANT_PYODIDE_PACKAGES_URL='$(PYODIDE_PACKAGES_URL)' ./bin/assistant serve
 
 .PHONY: test
-test: engine ## run every test (race detector on), Redis ones against a throwaway redis-server
+test: engine browser-deps ## run every test (race detector on), Redis ones against a throwaway redis-server
 	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" scripts/with_redis.sh $(GO) test -race -count=1 ./...
 
 .PHONY: bench
@@ -54,6 +71,7 @@ lint: ## gofmt, go vet and staticcheck
 .PHONY: validate
 validate: engine ## check every shipped community config (preludes compiled by the engine)
 	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" $(GO) run ./cmd/assistant validate communities
+	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" $(GO) run ./cmd/assistant validate tests/browser/communities
 
 .PHONY: check-locks
 check-locks: ## check that every shipped lock overlay is what its wheels produce

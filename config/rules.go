@@ -64,7 +64,7 @@ var (
 
 // ReservedIDs are first path segments the server uses itself; a community id is the first
 // segment of every community route, so it may not be one of them.
-var ReservedIDs = []string{"admin", "communities", "feedback", "health", "metrics", "sync", "version"}
+var ReservedIDs = []string{"admin", "communities", "feedback", "health", "metrics", "pyodide", "sync", "version"}
 
 // ReservedClientToolNames are the tool names the server binds itself (config.md §3.1).
 var ReservedClientToolNames = []string{"get_full_output"}

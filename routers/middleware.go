@@ -88,7 +88,7 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Add("Vary", "Origin")
 		origin := c.Request().Header.Get("Origin")
 		if origin != "" {
-			if isPublicAsset(c.Path()) {
+			if isPublicAsset(strings.TrimPrefix(c.Path(), s.deps.Settings.BasePath)) {
 				h.Set("Access-Control-Allow-Origin", "*")
 			} else if s.originAllowed(c, origin) {
 				h.Set("Access-Control-Allow-Origin", origin)

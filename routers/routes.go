@@ -41,9 +41,11 @@ func (s *Server) routes() *echo.Echo {
 	g.GET("/:c/", s.communityConfig)
 	g.GET("/:c/runtime/:file", s.runtimeWheel)
 	g.GET("/:c/logo", s.logo)
+	s.demoRoutes(g)
 	rl := s.deps.Settings.RateLimits
 	g.POST("/:c/chat", s.chatHandler, s.rateLimit("chat", rl.ChatPerMinute, rl.ChatPerHour))
 	g.POST("/:c/chat/resume", s.resumeHandler, s.rateLimit("resume", rl.ResumePerMinute, rl.ResumePerHour))
+	g.GET("/:c/sessions/:session/artifacts/:call/*", s.artifact)
 
 	// Preflights for every route above.
 	g.OPTIONS("/*", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })

@@ -42,6 +42,7 @@ type process struct {
 	cmd    *exec.Cmd
 	url    string
 	stderr *syncBuffer
+	stdout *syncBuffer
 }
 
 // syncBuffer is the process's stderr, written by exec's copier while the test reads it.
@@ -74,7 +75,7 @@ func serve(t *testing.T, env []string, args ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, stderr: &syncBuffer{}}
+	p := &process{cmd: cmd, stderr: &syncBuffer{}, stdout: &syncBuffer{}}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -87,6 +88,7 @@ func serve(t *testing.T, env []string, args ...string) *process {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			p.stdout.Write([]byte(sc.Text() + "\n"))
 			select {
 			case lines <- sc.Text():
 			default:
@@ -146,6 +148,11 @@ func TestServeShippedCommunities(t *testing.T) {
 	}
 	if code, _ := get(t, p.url+"/nemar/runtime/nemar_tools-0.1.0-py3-none-any.whl"); code != 200 {
 		t.Errorf("wheel: %d", code)
+	}
+	// serve prints the demo page of each community that can run code, for a newcomer to open.
+	waitFor(t, "the demo URL", func() bool { return strings.Contains(p.stdout.String(), "demo page: "+p.url+"/nemar/demo/\n") })
+	if strings.Contains(p.stdout.String(), "/bids/demo/") {
+		t.Errorf("a community without client tools got a demo URL:\n%s", p.stdout)
 	}
 }
 

@@ -275,6 +275,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	url := "http://" + displayAddr(ln.Addr()) + s.basePath + "/"
 	log.Info("serving", slog.String("url", url), slog.String("communities", s.communities), slog.String("version", version))
 	fmt.Fprintf(stdout, "assistant %s serving on %s\n", version, url)
+	for _, id := range srv.DemoCommunities() {
+		fmt.Fprintf(stdout, "demo page: %s%s/demo/\n", url, id)
+	}
 	select {
 	case err := <-errc:
 		log.Error("server stopped", slog.Any("error", err))

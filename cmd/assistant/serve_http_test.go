@@ -95,6 +95,11 @@ func TestBasePath(t *testing.T) {
 			t.Errorf("%s: %d, want %d", path, r.StatusCode, want)
 		}
 	}
+	// Wheels stay public under a base path: a page on any origin may load them.
+	w := ts.do(t, "GET", "/osa-dev/nemar/runtime/nemar_tools-0.1.0-py3-none-any.whl", nil, "Origin", "https://elsewhere.example")
+	if w.StatusCode != 200 || w.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("wheel under the base path: %d, ACAO %q", w.StatusCode, w.Header.Get("Access-Control-Allow-Origin"))
+	}
 	// The base path /osa-dev selects the develop deployment when none is set.
 	var v struct {
 		Runtime struct {

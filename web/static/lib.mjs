@@ -1,0 +1,254 @@
+// Pure functions shared by the page (app.js) and the runtime (worker.js). No DOM, no network:
+// the browser tests import this file directly under Node.
+
+// ---- fetch_allow (config.md §4.4) ----
+
+// hasDotSegment reports whether a URL as written has a "." or ".." path segment (also
+// percent-encoded), before the URL parser would silently remove it.
+function hasDotSegment(raw) {
+  const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*([^?#]*)/.exec(raw);
+  if (!m) return false;
+  return m[1].split("/").some((seg) => {
+    const s = seg.toLowerCase().replaceAll("%2e", ".");
+    return s === "." || s === "..";
+  });
+}
+
+function withSlash(p) {
+  return p.endsWith("/") ? p : p + "/";
+}
+
+// checkUrl decides whether executed code may fetch target. It is allowed iff it parses, is
+// http(s), carries no username or password, and some fetch_allow entry E (entries that do not
+// parse as absolute URLs, or that have a "." or ".." path segment, are skipped) has the same
+// origin and the target path, with "/" appended if missing, starts with E's path with "/"
+// appended if missing. The query is ignored. Returns {ok: true, url} or {ok: false, reason}.
+export function checkUrl(target, fetchAllow) {
+  let u;
+  try {
+    u = new URL(String(target));
+  } catch {
+    return { ok: false, reason: "unparseable" };
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") return { ok: false, reason: "scheme_not_allowed" };
+  if (u.username !== "" || u.password !== "") return { ok: false, reason: "credentials_in_url" };
+  const path = withSlash(u.pathname);
+  for (const entry of fetchAllow || []) {
+    if (typeof entry !== "string" || hasDotSegment(entry)) continue;
+    let e;
+    try {
+      e = new URL(entry);
+    } catch {
+      continue;
+    }
+    if (e.protocol !== "http:" && e.protocol !== "https:") continue;
+    if (e.username !== "" || e.password !== "") continue;
+    if (e.origin !== u.origin) continue;
+    if (path.startsWith(withSlash(e.pathname))) return { ok: true, url: u.href };
+  }
+  return { ok: false, reason: "not_in_fetch_allow" };
+}
+
+// ---- output clipping, as the server clips (sandbox/output.go) ----
+
+function marker(omitted) {
+  return `\n... ${omitted} characters omitted ...\n`;
+}
+
+// chars splits a string into code points, which is what the limits count.
+export function chars(s) {
+  return Array.from(s);
+}
+
+// clipCaptured clips captured output to at most limit characters (code points). A capture is
+// the first characters (head), the characters after them (tail, possibly only the last ones)
+// and the total count; when head and tail hold total characters together, they are the whole
+// text. When the text is longer than limit it keeps the first 3/5 and the end around a
+// "\n... N characters omitted ...\n" marker, sized so that the result never exceeds limit.
+export function clipCaptured(head, tail, total, limit) {
+  if (total <= limit) return head + tail;
+  const h = chars(head);
+  const t = chars(tail);
+  const whole = h.length + t.length === total;
+  const start = whole ? h.concat(t) : h;
+  const end = whole ? start : t;
+  const widest = marker(total).length;
+  // A cap too small for the marker: the head alone.
+  if (widest > limit) return start.slice(0, Math.floor((limit * 3) / 5)).join("");
+  const headChars = Math.min(Math.floor((limit * 3) / 5), start.length, limit - widest);
+  const keep = Math.min(limit - headChars - widest, end.length);
+  const omitted = total - headChars - keep;
+  return start.slice(0, headChars).join("") + marker(omitted) + (keep > 0 ? end.slice(end.length - keep).join("") : "");
+}
+
+// clip clips a whole string to at most limit characters.
+export function clip(text, limit) {
+  return clipCaptured(text, "", chars(text).length, limit);
+}
+
+// ---- the lock overlay (config.md §7) ----
+
+// canonicalName is the PEP 503 name: lower case, runs of "-", "_" and "." as one "-".
+export function canonicalName(name) {
+  return String(name).toLowerCase().replace(/[-_.]+/g, "-");
+}
+
+// mergeLock merges the community's overlay into the distribution's lock, add-only: an overlay
+// entry whose name the distribution already has is skipped (and reported), never replacing
+// the stock entry. Overlay wheels are resolved against wheelBase. A stock entry whose file the
+// local copy lacks (files is the copy's list; null means everything is there) points at
+// packagesURL when one is given, else is reported missing. Returns {lock, skipped, missing}.
+export function mergeLock(stock, overlay, { wheelBase, files, packagesURL, indexURL }) {
+  const lock = { ...stock, packages: {} };
+  const have = files ? new Set(files) : null;
+  const missing = new Set();
+  for (const [name, entry] of Object.entries(stock.packages || {})) {
+    const e = { ...entry };
+    if (have && !/^[a-z][a-z0-9+.-]*:/i.test(e.file_name)) {
+      if (have.has(e.file_name)) {
+        e.file_name = new URL(e.file_name, indexURL).href;
+      } else if (packagesURL) {
+        e.file_name = new URL(e.file_name, packagesURL).href;
+      } else {
+        missing.add(name);
+      }
+    }
+    lock.packages[name] = e;
+  }
+  const skipped = [];
+  for (const [name, entry] of Object.entries((overlay && overlay.packages) || {})) {
+    if (Object.hasOwn(lock.packages, name) || Object.hasOwn(lock.packages, canonicalName(name))) {
+      skipped.push(name);
+      continue;
+    }
+    lock.packages[name] = { ...entry, file_name: new URL(entry.file_name, wheelBase).href };
+  }
+  return { lock, skipped, missing };
+}
+
+// closure lists the lock entries that loading names needs, dependencies first, and the names
+// the lock does not know.
+export function closure(lock, names) {
+  const out = [];
+  const unknown = [];
+  const seen = new Set();
+  const visit = (raw, top) => {
+    const name = lookupName(lock, raw);
+    if (name === null) {
+      if (top) unknown.push(raw);
+      return;
+    }
+    if (seen.has(name)) return;
+    seen.add(name);
+    for (const dep of lock.packages[name].depends || []) visit(dep, false);
+    out.push(name);
+  };
+  for (const n of names) visit(n, true);
+  return { names: out, unknown };
+}
+
+// lookupName finds the lock key for a package name, or null.
+export function lookupName(lock, name) {
+  if (Object.hasOwn(lock.packages, name)) return name;
+  const c = canonicalName(name);
+  if (Object.hasOwn(lock.packages, c)) return c;
+  for (const k of Object.keys(lock.packages)) if (canonicalName(k) === c) return k;
+  return null;
+}
+
+// ---- results (api.md §6.3, §6.4) ----
+
+export const RESULT_KEYS = ["call_id", "status", "stdout", "stderr", "summary", "images", "artifacts", "elapsed_ms"];
+
+// toolResult builds a ClientToolResult with exactly its eight keys.
+export function toolResult(callId, fields) {
+  const r = {
+    call_id: callId,
+    status: fields.status || "ok",
+    stdout: fields.stdout || "",
+    stderr: fields.stderr || "",
+    summary: fields.summary || "",
+    images: (fields.images || []).map((i) => ({ mime: i.mime, data_base64: i.data_base64, width: i.width, height: i.height })),
+    artifacts: [...new Set(fields.artifacts || [])].sort(),
+    elapsed_ms: Math.max(0, Math.round(fields.elapsed_ms || 0)),
+  };
+  r.summary = clip(r.summary, 8192);
+  return r;
+}
+
+export const TEXTS = {
+  busy: "[runtime] another browser task is still running in this page.",
+  unknownTool: (name) => `[runtime] this page cannot run a tool named "${name}".`,
+  noCode: "[runtime] the call carried no code to run.",
+  gateFailed: (msg) => `[runtime] the permission prompt could not be shown, so the code was not run: ${msg}`,
+  denied: "[runtime] the reader declined to run this code.",
+  deniedSummary:
+    "Not run. The reader declined this code. Do not call it again unless they ask; answer without running code, or say what the code would have done.",
+  cannotRun: (msg) => `[runtime] the code could not be run: ${msg}`,
+  timeout: (n) => `[runtime] the code ran longer than ${n}s and was stopped.`,
+  cancelled: "[runtime] the reader stopped this run before it finished.",
+  oom: "[runtime] the Python runtime ran out of memory and was restarted. Try working on less data at a time.",
+  noOutput: (id) =>
+    `[runtime] no output is kept for call_id "${id}" in this browser. Output stays in the tab that ran the code: it is gone after a reload, and only the last 16 runs are kept.`,
+};
+
+// ---- the page's store of full outputs (api.md §6.6) ----
+
+export const FULL_STREAM_CHARS = 262144;
+
+export class FullOutputStore {
+  constructor({ runs = 16, totalChars = 16_000_000 } = {}) {
+    this.runs = runs;
+    this.totalChars = totalChars;
+    this.map = new Map();
+  }
+  size(rec) {
+    return rec.stdout.length + rec.stderr.length + rec.traceback.length;
+  }
+  put(callId, rec) {
+    this.map.delete(callId);
+    this.map.set(callId, rec);
+    let total = 0;
+    for (const r of this.map.values()) total += this.size(r);
+    while (this.map.size > this.runs || (total > this.totalChars && this.map.size > 1)) {
+      const [k, r] = this.map.entries().next().value;
+      this.map.delete(k);
+      total -= this.size(r);
+    }
+  }
+  get(callId) {
+    const r = this.map.get(callId);
+    if (r) {
+      this.map.delete(callId);
+      this.map.set(callId, r);
+    }
+    return r;
+  }
+}
+
+// answerFullOutput answers get_full_output from the store.
+export function answerFullOutput(store, callId, args, limits) {
+  const id = typeof args.call_id === "string" ? args.call_id : "";
+  const stream = args.stream === undefined || args.stream === null ? "stdout" : args.stream;
+  const offset = Number.isInteger(args.offset) && args.offset >= 0 ? args.offset : 0;
+  const rec = store.get(id);
+  if (!rec) return toolResult(callId, { status: "error", stderr: TEXTS.noOutput(id) });
+  if (stream === "figures") {
+    const images = rec.images.slice(0, limits.images);
+    return toolResult(callId, { images, summary: `get_full_output: ${images.length} figure(s) from call_id "${id}", attached.` });
+  }
+  if (!["stdout", "stderr", "traceback"].includes(stream)) {
+    return toolResult(callId, {
+      status: "error",
+      stderr: `[runtime] get_full_output has no stream named "${String(stream).slice(0, 64)}": use stdout, stderr, traceback or figures.`,
+    });
+  }
+  const all = chars(rec[stream]);
+  const size = stream === "stdout" ? limits.stdout_chars : limits.stderr_chars;
+  const start = Math.min(offset, all.length);
+  const end = Math.min(start + size, all.length);
+  const page = all.slice(start, end).join("");
+  const more = end < all.length ? `More remains: call again with offset=${end}.` : "This is the end of the stream.";
+  const summary = `get_full_output: ${stream} characters ${start} to ${end} of ${all.length} from call_id "${id}". ${more}`;
+  return toolResult(callId, stream === "stdout" ? { stdout: page, summary } : { stderr: page, summary });
+}

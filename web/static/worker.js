@@ -1,0 +1,265 @@
+// The demo page's Python runtime: Pyodide in a module Web Worker.
+//
+// Boot, in order (api.md §6.3, config.md §4): load Pyodide from the index URL; merge the
+// community's lock overlay into the distribution's lock, add-only; load the preload; import
+// import_before_seal; seal (the worker's native network APIs are replaced by one guarded
+// fetch that allows exactly fetch_allow, refusing redirects and credentials; Python's
+// modules that reach JavaScript are removed and refused); run the prelude. The page enforces
+// exec_seconds by terminating this worker and starting a new one.
+//
+// Messages in:  {type: "boot", ...settings} once, then {type: "run", id, code, images, image_px}.
+// Messages out: {type: "loaded"} as soon as this module has run (a page that loads it through
+//               a dynamic import in a blob: worker waits for it before sending "boot"),
+//               {type: "progress", step, steps, phase, text}, {type: "ready", info},
+//               {type: "failed", kind, message}, {type: "result", id, result}.
+
+import { checkUrl, closure, lookupName, mergeLock } from "./lib.mjs";
+
+let runtime = null; // {run} once booted
+
+self.onmessage = async (ev) => {
+  const msg = ev.data;
+  if (msg.type === "boot") {
+    try {
+      const info = await boot(msg);
+      self.postMessage({ type: "ready", info });
+    } catch (e) {
+      self.postMessage({ type: "failed", kind: e.kind || "boot", message: messageOf(e) });
+    }
+  } else if (msg.type === "run") {
+    if (!runtime) {
+      self.postMessage({ type: "result", id: msg.id, error: "the runtime has not started" });
+      return;
+    }
+    try {
+      const result = await runtime.run(msg.code, msg.images, msg.image_px);
+      self.postMessage({ type: "result", id: msg.id, result });
+    } catch (e) {
+      self.postMessage({ type: "result", id: msg.id, error: messageOf(e) });
+    }
+  }
+};
+
+self.postMessage({ type: "loaded" });
+
+function messageOf(e) {
+  if (e && typeof e.message === "string") return e.message;
+  return String(e);
+}
+
+class BootError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+async function boot(s) {
+  const py = s.python;
+  const preload = py.preload || [];
+  const allowInstall = py.allow_install || [];
+  const imports = py.import_before_seal || [];
+  const steps = 2 + preload.length + (allowInstall.length ? 1 : 0) + imports.length + 1 + (py.prelude ? 1 : 0);
+  let step = 0;
+  const progress = (phase, text, extra = {}) => {
+    step++;
+    self.postMessage({ type: "progress", step, steps, phase, text, ...extra });
+  };
+
+  progress("loading_runtime", `Loading Pyodide ${py.pyodide_version}`);
+  let mod, stockLock, runtimeSource;
+  try {
+    [mod, stockLock, runtimeSource] = await Promise.all([
+      import(new URL("pyodide.mjs", s.indexURL).href),
+      fetch(new URL("pyodide-lock.json", s.indexURL)).then((r) => {
+        if (!r.ok) throw new Error(`pyodide-lock.json answered HTTP ${r.status}`);
+        return r.json();
+      }),
+      fetch(s.runtimeURL).then((r) => {
+        if (!r.ok) throw new Error(`osa_runtime.py answered HTTP ${r.status}`);
+        return r.text();
+      }),
+    ]);
+  } catch (e) {
+    throw new BootError("loading_runtime", `Pyodide ${py.pyodide_version} could not be loaded from ${s.indexURL}: ${messageOf(e)}`);
+  }
+  if (mod.version !== py.pyodide_version) {
+    throw new BootError("loading_runtime", `the server's Pyodide is version ${mod.version}, but this community runs ${py.pyodide_version}`);
+  }
+  const merged = mergeLock(stockLock, s.lock, {
+    wheelBase: s.wheelBase,
+    files: s.files,
+    packagesURL: s.packagesURL,
+    indexURL: s.indexURL,
+  });
+  const need = closure(merged.lock, preload);
+  if (need.unknown.length) {
+    throw new BootError(
+      "loading_package",
+      `preload names ${need.unknown.join(", ")}, which neither Pyodide ${py.pyodide_version} nor the community's lock overlay provides`,
+    );
+  }
+  const absent = need.names.filter((n) => merged.missing.has(n));
+  if (absent.length) {
+    const named = preload.filter((n) => closure(merged.lock, [n]).names.some((x) => merged.missing.has(x)));
+    throw new BootError(
+      "loading_package",
+      `this server's copy of Pyodide ${py.pyodide_version} holds only the core, without ${named.join(", ")} ` +
+        `(${absent.length} packages with what they depend on), which the community preloads. ` +
+        "Whoever runs the server can install the full distribution, or set ASSISTANT_PYODIDE_PACKAGES_URL or ASSISTANT_PYODIDE_URL to a CDN.",
+    );
+  }
+
+  // Executed code reaches JavaScript only through what jsglobals holds: nothing but timers.
+  const jsglobals = { setTimeout: setTimeout.bind(self), clearTimeout: clearTimeout.bind(self) };
+  let pyodide;
+  try {
+    pyodide = await mod.loadPyodide({
+      indexURL: s.indexURL,
+      lockFileContents: merged.lock,
+      packageBaseUrl: s.indexURL,
+      jsglobals,
+      env: { MPLBACKEND: "agg", HOME: "/home/pyodide" },
+      stdout: (line) => console.log("[python]", line),
+      stderr: (line) => console.warn("[python]", line),
+    });
+  } catch (e) {
+    throw new BootError("loading_runtime", `Pyodide ${py.pyodide_version} did not start: ${messageOf(e)}`);
+  }
+  progress("runtime_loaded", `Pyodide ${pyodide.version} started`);
+
+  for (const name of preload) {
+    const key = lookupName(merged.lock, name);
+    progress("loading_package", `Loading package ${name}`, { package: name });
+    const errors = [];
+    await pyodide.loadPackage([key], {
+      checkIntegrity: true,
+      messageCallback: () => {},
+      errorCallback: (m) => errors.push(m),
+    });
+    if (!Object.hasOwn(pyodide.loadedPackages, key)) {
+      throw new BootError("loading_package", `package ${name} could not be loaded: ${errors.join("; ") || "no reason given"}`);
+    }
+  }
+
+  if (allowInstall.length) {
+    progress("installing", `Installing ${allowInstall.join(", ")}`, { package: allowInstall.join(", ") });
+    try {
+      await pyodide.loadPackage("micropip", { checkIntegrity: true });
+      const micropip = pyodide.pyimport("micropip");
+      const opts = { deps: false };
+      if ((py.index_urls || []).length) opts.index_urls = py.index_urls;
+      await micropip.install.callKwargs(allowInstall, opts);
+    } catch (e) {
+      throw new BootError("installing", `allow_install failed: ${messageOf(e)}`);
+    }
+  }
+
+  for (const name of imports) {
+    progress("importing", `Importing ${name}`, { module: name });
+    try {
+      pyodide.pyimport(name);
+    } catch (e) {
+      throw new BootError("import_before_seal", `import_before_seal: importing ${name} failed: ${lastLine(messageOf(e))}`);
+    }
+  }
+
+  progress("sealing", "Sealing the network");
+  const ns = pyodide.globals.get("dict")();
+  pyodide.runPython(runtimeSource, { globals: ns, filename: "<osa_runtime>" });
+  ns.get("set_from_entries")(Object.fromEntries);
+  const fetchAllow = py.fetch_allow || [];
+  const bridge = makeBridge(fetchAllow);
+  ns.get("make_osa")(bridge, fetchAllow);
+  ns.get("seal")();
+  sealGlobals();
+
+  if (py.prelude) {
+    progress("prelude", "Running the community's prelude");
+    try {
+      await ns.get("run_prelude")(py.prelude);
+    } catch (e) {
+      throw new BootError("prelude", `the community's prelude failed: ${lastLine(messageOf(e))}`);
+    }
+  }
+
+  const runFn = ns.get("run");
+  runtime = {
+    run: async (code, images, imagePx) => runFn(code, images, imagePx),
+  };
+  return {
+    pyodide: pyodide.version,
+    packages: Object.keys(pyodide.loadedPackages).sort(),
+    skipped: merged.skipped,
+  };
+}
+
+function lastLine(text) {
+  const lines = String(text).trim().split("\n");
+  return lines[lines.length - 1];
+}
+
+// makeBridge is the one way out of the sealed worker: the native fetch, kept in this closure
+// only, behind the fetch_allow check; no redirect is followed and no credentials are sent.
+function makeBridge(fetchAllow) {
+  const nativeFetch = self.fetch.bind(self);
+  const NativeHeaders = self.Headers;
+  return {
+    check: (url) => checkUrl(url, fetchAllow),
+    fetch: async (url, method, headers, body) => {
+      const c = checkUrl(url, fetchAllow);
+      if (!c.ok) return { refused: c.reason, error: null };
+      try {
+        const r = await nativeFetch(c.url, {
+          method,
+          headers: new NativeHeaders(Array.from(headers || [])),
+          body: body || undefined,
+          redirect: "error",
+          credentials: "omit",
+          mode: "cors",
+          referrerPolicy: "no-referrer",
+          cache: "no-store",
+        });
+        const bytes = new Uint8Array(await r.arrayBuffer());
+        return { refused: null, error: null, status: r.status, url: r.url, headers: Array.from(r.headers.entries()), body: bytes };
+      } catch (e) {
+        return { refused: null, error: `${messageOf(e)} (a redirect, a refused CORS request, or the network)` };
+      }
+    },
+  };
+}
+
+// sealGlobals removes every network API (and every way to start more code) from the worker.
+function sealGlobals() {
+  const names = [
+    "fetch",
+    "XMLHttpRequest",
+    "WebSocket",
+    "WebSocketStream",
+    "EventSource",
+    "WebTransport",
+    "importScripts",
+    "Worker",
+    "SharedWorker",
+    "caches",
+    "BroadcastChannel",
+    "RTCPeerConnection",
+    "Request",
+  ];
+  for (const n of names) {
+    try {
+      Object.defineProperty(self, n, { value: undefined, writable: false, configurable: false });
+    } catch {
+      // checked below
+    }
+  }
+  if (self.navigator && "sendBeacon" in self.navigator) {
+    try {
+      Object.defineProperty(self.navigator, "sendBeacon", { value: undefined, writable: false, configurable: false });
+    } catch {
+      // checked below
+    }
+  }
+  const left = names.filter((n) => self[n] !== undefined);
+  if (left.length) throw new BootError("seal", `the network could not be sealed: ${left.join(", ")} is still reachable`);
+}
