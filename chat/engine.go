@@ -438,7 +438,7 @@ func (e *Engine) runOnServer(ctx context.Context, t Turn, id string, call Call, 
 	_ = json.Unmarshal(args, &in)
 	var input any
 	_ = json.Unmarshal(args, &input)
-	if err := sink.Send(map[string]any{"event": "tool_start", "name": call.Name, "input": input}); err != nil {
+	if err := sink.Send(map[string]any{"event": "tool_start", "name": call.Name, "input": input, "call_id": call.ID}); err != nil {
 		return Block{}, err
 	}
 	res, files, err := e.Runner.RunTool(ctx, t.Community, t.Deployment, call.ID, in.Code)
@@ -448,7 +448,7 @@ func (e *Engine) runOnServer(ctx context.Context, t Turn, id string, call Call, 
 		}
 		e.log().Warn("server-side run failed", slog.String("community", t.Community.ID), slog.Any("error", err))
 		text := fmt.Sprintf(msgServerBusy, err)
-		if err := sink.Send(map[string]any{"event": "tool_end", "name": call.Name, "output": text}); err != nil {
+		if err := sink.Send(map[string]any{"event": "tool_end", "name": call.Name, "output": text, "call_id": call.ID}); err != nil {
 			return Block{}, err
 		}
 		return errorResult(call.ID, text), nil
@@ -459,10 +459,19 @@ func (e *Engine) runOnServer(ctx context.Context, t Turn, id string, call Call, 
 		}
 	}
 	text := res.Text()
-	if err := sink.Send(map[string]any{"event": "tool_end", "name": call.Name, "output": text}); err != nil {
+	// call_id and artifacts (not in the reference's events) let a client fetch the run's files
+	// from /{c}/sessions/{session}/artifacts/{call_id}/{path}.
+	if err := sink.Send(map[string]any{"event": "tool_end", "name": call.Name, "output": text, "call_id": call.ID, "artifacts": nonNil(res.Artifacts)}); err != nil {
 		return Block{}, err
 	}
 	return Block{Type: BlockToolResult, ToolUseID: call.ID, IsError: res.IsError(), Content: []Block{{Type: BlockText, Text: text}}}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func errorResult(callID, text string) Block {

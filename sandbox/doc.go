@@ -12,15 +12,34 @@
 //     in-memory scratch directory at /tmp (capped, no symlinks or hard links), no host
 //     directory ever mounted writable, an explicit environment (never the host's), the real
 //     clock and crypto/rand (wazero's defaults are fake), stdin from memory so it never blocks;
-//   - limits: a deadline enforced by wazero's close-on-context-done (every loop, including
-//     ones running inside C, is stopped), a linear-memory cap backed by an mmap allocator so an
-//     allocation past the cap becomes a clean MemoryError, and stdout/stderr captured into
-//     capped buffers (the program keeps running; the text is clipped head-and-tail with an
-//     omission marker);
-//   - classifying the outcome as ok, error, timeout or oom.
+//   - limits: a deadline enforced in one of two modes (mode.go): strict, wazero's
+//     close-on-context-done (every loop, including ones running inside C, is stopped; CPU-bound
+//     Python is about 4.5× slower), or fast, cooperative hooks reached from the eval loop's
+//     periodic yield (near-native speed; a loop inside C is not stopped); a linear-memory cap
+//     backed by an mmap allocator so an allocation past the cap becomes a clean MemoryError;
+//     and stdout/stderr captured into capped buffers (the program keeps running; the text is
+//     clipped head-and-tail with an omission marker);
+//   - classifying the outcome as ok, error, timeout or oom;
+//   - the worker pool (pool.go, worker.go, protocol.go): `assistant sandbox-worker` processes
+//     of the same binary, each an Engine in fast mode, started ahead of demand and fed over a
+//     framed protocol on stdin/stdout; a worker whose run overstays its deadline by a grace is
+//     killed and replaced (that is what stops a loop inside C), a crashed one is replaced, and
+//     runs past the workers wait in a bounded queue, past which Run fails with *OverloadError;
+//   - the community's policy inside the guest, given as plain values in the Request (osa.go,
+//     egress.go, wheels.go): the prelude runs first, top-level await allowed in it and in the
+//     code; overlay wheels mounted read-only at /opt/osa/wheels and imported zipped; the osa
+//     module, whose fetch, fetch_bytes, fetch_text, save_script and save_artifact reach the
+//     host through a device file, /dev/osa/call, where every rule is enforced (CheckURL, the
+//     browser's fetch_allow rule; no redirects; no private, loopback or link-local address
+//     after DNS resolution; size and time caps; the workspace caps); an import of a package
+//     the runtime lacks fails naming what it has; bytecode for the driver, osa and the wheels
+//     compiled once per process by a trusted run;
+//   - turning a Result into the ClientToolResult the model reads, with its deterministic
+//     summary (policy.go, ToolResult).
 //
-// It does not own: the community policy inside the guest (prelude, overlay wheels, the osa
-// module), concurrency limits or worker processes (callers bound how many runs they start),
-// the ClientToolResult wire format and its summary, HTTP status codes, or config loading (the
-// config package declares its own SyntaxChecker interface; cmd adapts Engine.CheckSyntax to it).
+// It does not own: concurrency limits for in-process Engine runs (callers bound how many they
+// start), the ClientToolResult's validation (toolresults), HTTP status codes, or config
+// loading: callers turn a community's config into a Request (sandbox imports neither config
+// nor runtimelock; the config package declares its own SyntaxChecker interface, and cmd adapts
+// Engine.CheckSyntax to it).
 package sandbox

@@ -44,7 +44,8 @@ type Options struct {
 	// lib/python3.X/ and SHA256SUMS.
 	Dir string
 	// CacheDir holds wazero's compilation cache, so a restart does not recompile python.wasm
-	// (about 3.5 s on 2 cores). Empty means an in-memory cache only.
+	// (about 3.5 s on 2 cores). Empty means an in-memory cache only. Both modes may share it:
+	// wazero's cache key includes close-on-context-done, so each mode loads its own code.
 	CacheDir string
 	// MemoryLimitPages caps each instance's linear memory, in 64 KiB pages. Zero means
 	// limits.Runtime.MemoryMB.Default (1536 MiB), the community default. A Request may ask for less, never more. Host memory to budget is
@@ -53,6 +54,10 @@ type Options struct {
 	// Logger receives a line when the engine is loaded and when the interpreter crashes (a
 	// wasm trap, not a Python exception). Nil discards.
 	Logger *slog.Logger
+	// Mode is how deadlines are enforced: ModeStrict (the zero value) stops everything but
+	// makes CPU-bound Python about 4.5× slower; ModeFast is near-native but cannot stop a loop
+	// inside C, so it belongs in killable worker processes (see Mode and Pool).
+	Mode Mode
 }
 
 // An Engine holds one compiled python.wasm and creates a fresh instance for every call. It is
@@ -70,6 +75,7 @@ type Engine struct {
 	fsBase   wazero.FSConfig // the stdlib, read-only
 	maxMem   uint64          // bytes
 	base     wazero.ModuleConfig
+	mode     Mode
 }
 
 // New loads the engine in opts.Dir: it checks python.wasm against the build's SHA256SUMS,
@@ -118,6 +124,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("sandbox: opening the standard library: %w", err)
 	}
 
+	// Fast mode relies on the eval loop's periodic yield; without it a `while True: pass`
+	// would never see its deadline.
+	if opts.Mode == ModeFast && yieldInterval(filepath.Join(opts.Dir, "BUILDINFO")) <= 0 {
+		_ = root.Close()
+		return nil, fmt.Errorf("sandbox: fast mode needs an engine built with the periodic yield (periodic_yield in %s/BUILDINFO); rebuild it with scripts/build_python_wasi.sh", opts.Dir)
+	}
+
 	e := &Engine{
 		log:      log,
 		dir:      opts.Dir,
@@ -126,6 +139,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		root:     root,
 		libGuest: guestHome + "/lib/" + filepath.Base(libs[0]),
 		maxMem:   uint64(pages) * PageSize,
+		mode:     opts.Mode,
 	}
 	// os.Root keeps every path inside the directory; ReadFS refuses opens for writing (EROFS)
 	// rather than failing later at the first write.
@@ -141,7 +155,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.cache = wazero.NewCompilationCache()
 	}
 	e.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
+		WithCloseOnContextDone(opts.Mode != ModeFast). // fast mode: see withDeadlineHooks
 		WithMemoryLimitPages(pages).
 		WithCompilationCache(e.cache))
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
@@ -169,7 +183,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		WithEnv("TMPDIR", guestScratch).
 		WithEnv("LANG", "C.UTF-8")
 	log.Info("python engine loaded", "path", wasmPath, "sha256", got, "python", e.python,
-		"duration", time.Since(start).Round(time.Millisecond), "memory_limit_mb", e.maxMem>>20)
+		"duration", time.Since(start).Round(time.Millisecond), "memory_limit_mb", e.maxMem>>20,
+		"mode", e.mode.String())
 	return e, nil
 }
 
@@ -179,6 +194,9 @@ func (e *Engine) SHA256() string { return e.sha256 }
 // PythonVersion returns the CPython version the engine was built from, e.g. "3.13.5", or ""
 // when the build did not record it.
 func (e *Engine) PythonVersion() string { return e.python }
+
+// Mode returns how the engine enforces deadlines.
+func (e *Engine) Mode() Mode { return e.mode }
 
 // Close releases the runtime, the compiled module and the compilation cache. Calls in flight
 // fail.
@@ -204,6 +222,7 @@ type instance struct {
 	stderr   io.Writer
 	memLimit uint64     // bytes; 0 = the engine's cap
 	scratch  *scratchFS // nil = no /tmp
+	mounts   []mount    // more file systems: the run's policy (osa.go)
 }
 
 // outcome is what wazero said about one instance.
@@ -228,13 +247,14 @@ func (e *Engine) run(ctx context.Context, in instance) outcome {
 	if in.scratch != nil {
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(in.scratch, guestScratch)
 	}
+	for _, m := range in.mounts {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(m.fs, m.guest)
+	}
 	cfg := e.base.
 		WithArgs(in.args...).
 		WithStdin(bytes.NewReader(in.stdin)).
-		WithStdout(in.stdout).
-		WithStderr(in.stderr).
-		WithNanosleep(sleeper(ctx)).
 		WithFSConfig(fsc)
+	cfg = withDeadlineHooks(ctx, e.mode, cfg, in.stdout, in.stderr) // stdout, stderr, sleep, yield
 	mod, err := e.rt.InstantiateModule(ctx, e.compiled, cfg)
 	if mod != nil {
 		_ = mod.Close(ctx)

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	if shared.e != nil {
 		_ = shared.e.Close(context.Background())
 	}
+	cleanupPoolTests() // pool_test.go: the fast engine and the worker binary
 	os.Exit(code)
 }
 

@@ -54,6 +54,26 @@ type Request struct {
 	// DefaultScratchBytes and DefaultScratchFiles.
 	ScratchBytes int64
 	ScratchFiles int
+
+	// The community's policy (osa.go). Prelude runs before Source in the same __main__
+	// namespace, named "<prelude>" in tracebacks; its output is discarded, and if it raises
+	// the program does not run (Result.PreludeFailed).
+	Prelude string
+	// FetchAllow is the serving deployment's runtime.python.fetch_allow: what osa.fetch may
+	// reach (CheckURL). Empty means no fetch at all.
+	FetchAllow []string
+	// Wheels are the overlay wheels, importable read-only. Available names the packages the
+	// runtime has besides the standard library and osa (e.g. "nemar_tools"), for the message
+	// of an import that fails.
+	Wheels    []Wheel
+	Available []string
+	// AllowLoopback lets osa.fetch reach loopback addresses, for tests against a local server.
+	// Private, link-local and reserved addresses are refused regardless.
+	AllowLoopback bool
+	// FetchTimeout bounds one osa.fetch and FetchMaxBytes its response body; zero means
+	// DefaultFetchTimeout and DefaultFetchMaxBytes. A fetch never outlives the run either.
+	FetchTimeout  time.Duration
+	FetchMaxBytes int64
 }
 
 // Result is how a run ended and what it printed.
@@ -72,51 +92,241 @@ type Result struct {
 	Elapsed time.Duration
 	// MemoryPeak is the largest size the run's linear memory reached, in bytes.
 	MemoryPeak int64
+
+	// StdoutTotal and StderrTotal count the characters written before clipping.
+	StdoutTotal int64
+	StderrTotal int64
+	// Timeout is the deadline the run had; Python is the engine's CPython version.
+	Timeout time.Duration
+	Python  string
+	// Exception is "Type: message" of the uncaught exception that ended the run, or "".
+	Exception string
+	// PreludeFailed: the prelude raised, so Source did not run (Status is error).
+	PreludeFailed bool
+	// Artifacts names the files the run saved with osa.save_script and osa.save_artifact,
+	// sorted, and Files holds their bytes by name (nil when none). They are kept whatever the
+	// status.
+	Artifacts []string
+	Files     map[string][]byte
 }
 
 // exitOOM is the exit code the run driver uses for an uncaught MemoryError.
 const exitOOM = 0x6d
 
-// runDriver runs the program on stdin as __main__ in a fresh module, so a traceback shows
-// only the program's frames and the program's lines, and an uncaught MemoryError is told
-// apart from other failures by its exit code. SystemExit passes through unchanged.
+// exitPrelude is the exit code the run driver uses when the prelude raised.
+const exitPrelude = 0x70
+
+// runDriver runs the community's prelude and then the program, both read from stdin (see
+// driverInput), in one fresh __main__ module, so a traceback shows only the program's frames
+// and lines. Both may use top-level await: they are compiled with
+// PyCF_ALLOW_TOP_LEVEL_AWAIT (0x2000) and a coroutine is stepped by hand, moving onto an
+// asyncio event loop only if asyncio is imported (importing it costs more than most runs).
+// Before the prelude it puts /opt/osa/python (the osa module) and every overlay wheel on
+// sys.path, patches asyncio on import to work without socketpair, and installs a last finder
+// whose ImportError names what is available. The prelude's own output is discarded; if it
+// raises, the program does not run and the exit code is exitPrelude. An uncaught MemoryError
+// is told apart from other failures by its exit code; the exception that ended the run is
+// reported to the host through /dev/osa (Result.Exception). SystemExit passes through.
 const runDriver = `import sys
-def _run():
-    src = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+_driver_globals = globals()
+_loop = None
+_driving = False
+class _AsyncioHook:
+    # Makes asyncio work on WASI when it is imported: its selector loop wants a self-pipe made
+    # with socket.socketpair, which WASI lacks, and nothing here wakes a loop from another
+    # thread or a signal, so the pipe is left out. While the driver steps a coroutine by hand,
+    # the new loop also becomes the running loop, so asyncio calls made inside it work.
+    def find_spec(self, name, path=None, target=None):
+        if name != "asyncio":
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                spec.loader = _AsyncioLoader(spec.loader)
+                return spec
+        return None
+class _AsyncioLoader:
+    def __init__(self, loader):
+        self._loader = loader
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+    def exec_module(self, module):
+        global _loop
+        self._loader.exec_module(module)
+        class WASIEventLoop(module.SelectorEventLoop):
+            def _make_self_pipe(self):
+                pass
+            def _close_self_pipe(self):
+                pass
+            def _write_to_self(self):
+                pass
+        class WASIEventLoopPolicy(module.DefaultEventLoopPolicy):
+            _loop_factory = WASIEventLoop
+        module.SelectorEventLoop = WASIEventLoop
+        module.set_event_loop_policy(WASIEventLoopPolicy())
+        if _driving:
+            _loop = WASIEventLoop()
+            module.events._set_running_loop(_loop)
+class _Unavailable:
+    # Last on sys.meta_path: a top-level module that no other finder found is not in this
+    # runtime, and an import statement says what is. importlib.util.find_spec still gets None.
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or "." in name or sys._getframe(2).f_code.co_name != "_find_and_load_unlocked":
+            return None
+        try:
+            with open("/opt/osa/available", "rb") as f:
+                have = [x for x in f.read().decode("utf-8", "replace").split("\0") if x]
+        except OSError:
+            have = []
+        have = ", ".join(["the standard library (without sockets, threads, subprocesses, ssl, ctypes or sqlite3)", "osa"] + sorted(set(have)))
+        raise ModuleNotFoundError(f"No module named {name!r}: {name} is not available in the server's Python, and nothing can be installed; available: {have}", name=name)
+class _Resume:
+    # The rest of a coroutine the driver began stepping by hand, as an awaitable for a Task.
+    def __init__(self, coro, step):
+        self.coro, self.step = coro, step
+    def __await__(self):
+        coro, step = self.coro, self.step
+        while True:
+            try:
+                sent = yield step
+            except BaseException as e:
+                try:
+                    step = coro.throw(e)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    step = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+def _on_loop(aw):
+    global _loop
+    import asyncio
+    if _loop is None:
+        _loop = asyncio.new_event_loop()
+    async def main():
+        return await aw
+    return _loop.run_until_complete(main())
+def _drive(coro):
+    # Runs a coroutine from top-level await. Most never wait for anything (osa.fetch answers
+    # at once), so it is stepped by hand and asyncio is not imported; once asyncio is, the
+    # rest runs on its event loop (asyncio.run needs socketpair, which WASI lacks).
+    global _driving
+    if _loop is not None or "asyncio" in sys.modules:
+        return _on_loop(coro)
+    _driving = True
     try:
+        try:
+            step = coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+        while _loop is None:
+            try:
+                if step is None:
+                    step = coro.send(None)
+                else:
+                    step = coro.throw(RuntimeError(f"cannot wait for {step!r} here: await coroutines and asyncio objects"))
+            except StopIteration as stop:
+                return stop.value
+    finally:
+        _driving = False
+        if _loop is not None:
+            sys.modules["asyncio"].events._set_running_loop(None)
+    return _on_loop(_Resume(coro, step))
+def _exec(src, filename, g):
+    code = compile(src, filename, "exec", flags=0x2000, dont_inherit=True)
+    if code.co_flags & 0x80:
+        _drive(eval(code, g))
+    else:
+        exec(code, g)
+def _fail(e, main, sources, filename):
+    # Prints the traceback from the first frame of filename on; returns the exit code.
+    if isinstance(e, MemoryError):
+        # Free what the program held, so the traceback can be printed.
+        main.__dict__.clear()
+        tb = e.__traceback__
+        while tb is not None:
+            try:
+                tb.tb_frame.clear()
+            except RuntimeError:
+                pass
+            tb = tb.tb_next
+    try:
+        import linecache, traceback
+        for name, src in sources.items():
+            linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+            tb = tb.tb_next
+        t = tb
+        while t is not None:  # leave out the driver's frames: its import finder, its stepping
+            n = t.tb_next
+            while n is not None and n.tb_frame.f_globals is _driver_globals:
+                n = n.tb_next
+            t.tb_next = t = n
+        traceback.print_exception(type(e), e, tb)
+    except MemoryError:
+        sys.stderr.write(type(e).__name__ + ": " + str(e) + "\n")
+    try:
+        t = type(e)
+        name = t.__qualname__ if t.__module__ in ("builtins", "__main__") else t.__module__ + "." + t.__qualname__
+        text = str(e)
         import os
+        fd = os.open("/dev/osa/call", os.O_RDWR)
+        try:
+            os.write(fd, b'{"op":"report"}\n' + (name + ": " + text if text else name).encode("utf-8", "replace")[:1000])
+            os.read(fd, 4096)
+        finally:
+            os.close(fd)
+    except BaseException:
+        pass
+    return 0x6d if isinstance(e, MemoryError) else 1
+def _run():
+    data = sys.stdin.buffer.read()
+    n, _, data = data.partition(b"\n")
+    n = int(n)
+    prelude = data[:n].decode("utf-8", "surrogateescape")
+    src = data[n:].decode("utf-8", "surrogateescape")
+    import os
+    try:
         os.chdir("/tmp")
     except OSError:
         pass
+    sys.path.insert(0, "/opt/osa/python")
+    try:
+        sys.path.extend("/opt/osa/wheels/" + w for w in sorted(os.listdir("/opt/osa/wheels")))
+    except OSError:
+        pass
+    sys.meta_path.insert(0, _AsyncioHook())
+    sys.meta_path.append(_Unavailable())
     main = type(sys)("__main__")
     main.__builtins__ = __builtins__
     sys.modules["__main__"] = main
     sys.argv[:] = ["<code>"]
+    sources = {"<prelude>": prelude, "<code>": src}
+    if prelude:
+        import io
+        out, err = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = io.StringIO()
+        try:
+            _exec(prelude, "<prelude>", main.__dict__)
+        except BaseException as e:
+            sys.stdout, sys.stderr = out, err
+            sys.stderr.write("[runtime] the code could not be run: the community's prelude failed.\n")
+            code = _fail(e, main, sources, "<prelude>")
+            return code if code == 0x6d else 0x70
+        finally:
+            sys.stdout, sys.stderr = out, err
     try:
-        exec(compile(src, "<code>", "exec", dont_inherit=True), main.__dict__)
+        _exec(src, "<code>", main.__dict__)
     except SystemExit:
         raise
     except BaseException as e:
-        if isinstance(e, MemoryError):
-            # Free what the program held, so the traceback can be printed.
-            main.__dict__.clear()
-            tb = e.__traceback__
-            while tb is not None:
-                try:
-                    tb.tb_frame.clear()
-                except RuntimeError:
-                    pass
-                tb = tb.tb_next
-        try:
-            import linecache, traceback
-            linecache.cache["<code>"] = (len(src), None, src.splitlines(True), "<code>")
-            tb = e.__traceback__
-            while tb is not None and tb.tb_frame.f_code.co_filename != "<code>":
-                tb = tb.tb_next
-            traceback.print_exception(type(e), e, tb)
-        except MemoryError:
-            sys.stderr.write(type(e).__name__ + ": " + str(e) + "\n")
-        return 0x6d if isinstance(e, MemoryError) else 1
+        return _fail(e, main, sources, "<code>")
     return 0
 sys.exit(_run())
 `
@@ -143,16 +353,23 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	policy, err := e.newRunPolicy(ctx, runCtx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	defer policy.close()
 	start := time.Now()
 	o := e.run(runCtx, instance{
-		args:     []string{"python", "-c", runDriver},
-		stdin:    []byte(req.Source),
+		args:     policy.args,
+		stdin:    driverInput(req),
 		stdout:   stdout,
 		stderr:   stderr,
 		memLimit: mem,
 		scratch:  scratch,
+		mounts:   policy.mounts,
 	})
-	res := Result{Elapsed: time.Since(start), MemoryPeak: int64(o.memPeak), ExitCode: int(o.exitCode)}
+	res := Result{Elapsed: time.Since(start), MemoryPeak: int64(o.memPeak), ExitCode: int(o.exitCode),
+		Timeout: timeout, Python: e.python}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // the caller's deadline or cancellation, not the program's
 	}
@@ -166,6 +383,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		res.ExitCode = 0
 	case errors.As(o.err, &exit) && exit.ExitCode() == exitOOM:
 		res.Status = StatusOOM
+	case errors.As(o.err, &exit) && exit.ExitCode() == exitPrelude:
+		res.Status = StatusError
+		res.PreludeFailed = true
 	case errors.As(o.err, &exit):
 		res.Status = StatusError
 	default:
@@ -181,6 +401,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	res.Stdout, res.StdoutTruncated = stdout.String(), stdout.Truncated()
 	res.Stderr, res.StderrTruncated = stderr.String(), stderr.Truncated()
+	res.StdoutTotal, res.StderrTotal = stdout.chars, stderr.chars
+	res.Exception = policy.host.exception
+	res.Artifacts, res.Files = policy.host.files()
 	return res, nil
 }
 

@@ -42,6 +42,9 @@ readonly ZLIB_SRCPKG=zlib/bookworm
 # every output file's mtime.
 readonly SOURCE_DATE_EPOCH=1749600000
 export SOURCE_DATE_EPOCH
+# Eval-breaker checks between two host yields in the patched eval loop (patch_yield); the
+# sandbox's fast mode checks its deadline at each yield. Recorded in BUILDINFO.
+readonly PERIODIC_YIELD=10000
 
 # Packages whose versions go into the cache key (they shape python.wasm).
 readonly TOOLCHAIN_PKGS=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 wasi-libc binaryen)
@@ -232,6 +235,51 @@ unpack() {
 	tar -xf "$CACHE_ROOT/downloads/$ZLIB_TARBALL" -C "$WORK/src/zlib" --strip-components=1
 }
 
+# patch_yield adds the eval-loop periodic yield (spec: "How mode B works" and the 3.13 notes):
+# with -DPy_WASI_PERIODIC_YIELD=N, every Nth eval-breaker check (each backward jump and each
+# Python call) calls sched_yield(), which is WASI's sched_yield, which wazero routes to the
+# host's ModuleConfig.WithOsyield. The sandbox's fast mode checks the run's deadline there and
+# ends the instance, so pure-Python loops stop without wazero's close-on-context-done checks
+# (3.5-4.5x slower). Loops inside C never reach it; the worker pool kills those. Without the
+# define the header is unchanged. The anchors are checked, so a new CPython fails loudly.
+patch_yield() {
+	"$NATIVE/src/python" -I - "$WORK/src/python" <<-'PY'
+		import pathlib, sys
+		src = pathlib.Path(sys.argv[1])
+		def insert_after(rel, anchor, text):
+		    p = src / rel
+		    s = p.read_text()
+		    if s.count(anchor) != 1:
+		        sys.exit(f"patch_yield: anchor {anchor!r} found {s.count(anchor)} times in {rel}")
+		    p.write_text(s.replace(anchor, anchor + text))
+		insert_after("Include/internal/pycore_emscripten_signal.h",
+		             "extern int _Py_emscripten_signal_clock;\n", """
+		#elif defined(__wasi__) && defined(Py_WASI_PERIODIC_YIELD)
+
+		/* assistant: yield to the host every Py_WASI_PERIODIC_YIELD eval-breaker checks. */
+		#include <sched.h>
+
+		extern int _Py_wasi_yield_clock;
+
+		#define _Py_CHECK_EMSCRIPTEN_SIGNALS()
+
+		#define _Py_CHECK_EMSCRIPTEN_SIGNALS_PERIODICALLY() \\
+		    do { \\
+		        if (--_Py_wasi_yield_clock <= 0) { \\
+		            _Py_wasi_yield_clock = Py_WASI_PERIODIC_YIELD; \\
+		            (void)sched_yield(); \\
+		        } \\
+		    } while (0)
+		""")
+		insert_after("Python/ceval.c", "#include <stdbool.h>              // bool\n", """
+		#if defined(__wasi__) && defined(Py_WASI_PERIODIC_YIELD)
+		int _Py_wasi_yield_clock = Py_WASI_PERIODIC_YIELD; /* assistant: see pycore_emscripten_signal.h */
+		#endif
+		""")
+	PY
+	grep -q '_Py_wasi_yield_clock' "$WORK/src/python/Python/ceval.c"
+}
+
 zlib() { # static libz for wasm32 (spec recipe step 5)
 	rm -rf "${WORK:?}/deps"
 	cd "$WORK/src/zlib"
@@ -318,6 +366,7 @@ package() {
 		echo "zlib_source=$ZLIB_TARBALL sha256:$ZLIB_TARBALL_SHA256"
 		echo "source_date_epoch=$SOURCE_DATE_EPOCH"
 		echo "cflags=$WASM_CFLAGS"
+		echo "periodic_yield=$PERIODIC_YIELD"
 		pkg_versions "${TOOLCHAIN_PKGS[@]}" | sed 's/^\([^ ]*\) /toolchain_\1=/'
 		echo "python_wasm_sha256=$(sha256sum python.wasm | cut -d' ' -f1)"
 	} >BUILDINFO
@@ -379,11 +428,13 @@ main() {
 	WORK="$BUILD_ROOT/$KEY"
 	WASM_CFLAGS="-mbulk-memory -mnontrapping-fptoint -ffile-prefix-map=$WORK/=/build/"
 	WASM_CFLAGS+=" -Wno-error=int-conversion -Wno-error=incompatible-function-pointer-types"
+	WASM_CFLAGS+=" -DPy_WASI_PERIODIC_YIELD=$PERIODIC_YIELD" # the patch_yield interval (zlib ignores it)
 	mkdir -p "$WORK" "$NATIVE"
 
 	WORK=$NATIVE phase native-python native_build # bash restores WORK after the call
 	phase toolchain toolchain
 	phase unpack unpack
+	phase patch-yield patch_yield
 	phase zlib zlib
 	phase cross-configure cross_configure
 	phase cross-make cross_make

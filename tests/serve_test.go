@@ -234,3 +234,43 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Errorf("no stop log:\n%s", p.stderr)
 	}
 }
+
+// engineDir finds the Python engine, or skips; under CI a missing engine fails.
+func engineDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("ASSISTANT_ENGINE_DIR")
+	if dir == "" {
+		if out, err := exec.Command("../scripts/build_python_wasi.sh", "--print-dir").Output(); err == nil {
+			dir = strings.TrimSpace(string(out))
+		}
+	}
+	if dir == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the Python engine is not built under CI; run make engine")
+		}
+		t.Skip("the Python engine is not built; run make engine")
+	}
+	return dir
+}
+
+// TestServerFallbackThroughWorkers: the real binary with its pool of sandbox-worker processes
+// runs a curl-style chat's code (no client tools declared) and streams its output.
+func TestServerFallbackThroughWorkers(t *testing.T) {
+	p := serve(t, nil, "--communities", "../communities", "--engine-dir", engineDir(t), "--sandbox-workers", "1")
+	body := `{"message":"Run:\n` + "```python\\nimport nemar_tools\\nprint(nemar_tools.__name__, 6*7)\\n```" + `"}`
+	resp, err := http.Post(p.url+"/nemar/chat", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	stream, _ := io.ReadAll(resp.Body)
+	s := string(stream)
+	for _, want := range []string{`"event":"tool_start"`, `"event":"tool_end"`, `nemar_tools 42`, `"event":"done"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("stream lacks %s:\n%s", want, s)
+		}
+	}
+	if !strings.Contains(p.stderr.String(), "python workers ready") {
+		t.Errorf("the pool did not start:\n%s", p.stderr)
+	}
+}

@@ -24,6 +24,7 @@ commands:
   validate [DIR]          load and check every community config (default: communities)
   lock [--check] OVERLAY  regenerate (or check) a Pyodide lock overlay from the wheels beside it
   build-wheel SRC OUT     build a pure-Python wheel reproducibly from SRC/pyproject.toml into OUT
+  run --community ID FILE run Python under a community's policy in the server's runtime; print the result
   version                 print the version
 `
 
@@ -44,6 +45,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runLock(ctx, rest, stdout, stderr)
 	case "build-wheel":
 		return runBuildWheel(ctx, rest, stdout, stderr)
+	case "run":
+		return runRun(ctx, rest, getenv, stdin, stdout, stderr)
+	case "sandbox-worker": // started by the server's Python worker pool, speaking on stdin/stdout
+		return runSandboxWorker(ctx, rest, getenv, stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "assistant %s (%s)\n", version, commit)
 		return 0

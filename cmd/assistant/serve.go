@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,13 @@ type serveSettings struct {
 	prices       string
 	engineDir    string
 	engineCache  string
+	// Server-side runs (server_fallback).
+	sandboxWorkers  int
+	sandboxQueue    int
+	sandboxMemoryMB int
+	sandboxLoopback bool
+	// workerBinary is the binary started as sandbox-worker; empty is this one. Tests set it.
+	workerBinary string
 	// now is the clock of sessions and parked calls; nil is the real one. Tests set it.
 	now func() time.Time
 }
@@ -84,6 +92,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&s.prices, "prices", env("ASSISTANT_PRICES"), "JSON file of model prices in USD per million tokens, {\"anthropic/claude-haiku-4-5\": {\"input_per_mtok\": 1, \"output_per_mtok\": 5}}; default: a built-in table (ASSISTANT_PRICES)")
 	fs.StringVar(&s.engineDir, "engine-dir", env("ASSISTANT_ENGINE_DIR"), "the Python engine built by scripts/build_python_wasi.sh; preludes are compile-checked with it (ASSISTANT_ENGINE_DIR)")
 	fs.StringVar(&s.engineCache, "engine-cache", env("ASSISTANT_ENGINE_CACHE"), "wazero's compilation cache directory; default: the user cache directory (ASSISTANT_ENGINE_CACHE)")
+	fs.IntVar(&s.sandboxWorkers, "sandbox-workers", envInt(getenv, "ASSISTANT_SANDBOX_WORKERS", -1), "Python worker processes for server-side runs; -1: one per CPU; 0: run in this process, strict mode (ASSISTANT_SANDBOX_WORKERS)")
+	fs.IntVar(&s.sandboxQueue, "sandbox-queue", envInt(getenv, "ASSISTANT_SANDBOX_QUEUE", 0), "server-side runs that may wait for a worker; beyond it a run is refused at once; 0: 4 per worker (ASSISTANT_SANDBOX_QUEUE)")
+	fs.IntVar(&s.sandboxMemoryMB, "sandbox-memory-mb", envInt(getenv, "ASSISTANT_SANDBOX_MEMORY_MB", 2048), "the most memory one server-side run may use, whatever a community's limits.memory_mb says (ASSISTANT_SANDBOX_MEMORY_MB)")
+	fs.BoolVar(&s.sandboxLoopback, "sandbox-allow-loopback", env("ASSISTANT_SANDBOX_ALLOW_LOOPBACK") == "1", "let server-side osa.fetch reach loopback addresses, for tests (ASSISTANT_SANDBOX_ALLOW_LOOPBACK=1)")
 	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
@@ -106,6 +118,13 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return s, fmt.Errorf("log format %q: want json, text or auto", s.logFormat)
 	}
 	return s, nil
+}
+
+func envInt(getenv func(string) string, name string, def int) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(getenv(name))); err == nil {
+		return n
+	}
+	return def
 }
 
 func newLogger(format string, w io.Writer) *slog.Logger {
@@ -198,6 +217,12 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		closeEngine()
 		return nil, nil, err
 	}
+	runner, closeRunner, err := startRunner(ctx, s, eng, set, log)
+	if err != nil {
+		st.Close()
+		closeEngine()
+		return nil, nil, err
+	}
 	models := &chat.Models{Getenv: getenv, Default: s.defaultModel}
 	spent := chat.BudgetMetric()
 	engine := &chat.Engine{
@@ -206,6 +231,9 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		Budget: &chat.Budget{Store: st, Prices: prices, Log: log, Spent: spent},
 		Log:    log,
 		Now:    s.now,
+	}
+	if runner != nil {
+		engine.Runner = runner
 	}
 	srv, err := routers.New(routers.Deps{
 		Settings: routers.Settings{
@@ -222,11 +250,12 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		Collectors:  []prometheus.Collector{spent},
 	})
 	if err != nil {
+		closeRunner()
 		st.Close()
 		closeEngine()
 		return nil, nil, err
 	}
-	return srv, func() { _ = st.Close(); closeEngine() }, nil
+	return srv, func() { closeRunner(); _ = st.Close(); closeEngine() }, nil
 }
 
 // runServe is assistant serve.

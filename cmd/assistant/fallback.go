@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+
+	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/sandbox"
+	"github.com/osc-assistant/assistant/toolresults"
+)
+
+// toolRunner runs a community's client tool on the server, for chat's server_fallback: the
+// same policy a browser gets (prelude, overlay wheels, fetch_allow, limits), the same result
+// shape.
+type toolRunner struct {
+	run           func(ctx context.Context, req sandbox.Request) (sandbox.Result, error)
+	allowLoopback bool
+}
+
+func (r toolRunner) RunTool(ctx context.Context, c *config.Community, dep config.Deployment, callID, code string) (toolresults.Result, map[string][]byte, error) {
+	req, lim, err := policyRequest(c, dep)
+	if err != nil {
+		return toolresults.Result{}, nil, err
+	}
+	req.Source = code
+	req.AllowLoopback = r.allowLoopback
+	res, err := r.run(ctx, req)
+	if err != nil {
+		return toolresults.Result{}, nil, err
+	}
+	return sandbox.ToolResult(res, callID, lim), res.Files, nil
+}
+
+func anyFallback(set *config.Set) bool {
+	for _, c := range set.Communities {
+		if c.Runtime != nil && c.Runtime.Python != nil && c.Runtime.Python.ServerFallback {
+			return true
+		}
+	}
+	return false
+}
+
+// startRunner starts what runs server-side code: a pool of sandbox-worker processes (fast
+// mode, killed and replaced when a run overstays its deadline), or, with workers = 0, the
+// engine in this process (strict mode; no extra processes, for small deployments and tests).
+// It returns a nil runner when no community asks for server_fallback or there is no engine.
+func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set *config.Set, log *slog.Logger) (*toolRunner, func(), error) {
+	if !anyFallback(set) {
+		return nil, func() {}, nil
+	}
+	if eng == nil {
+		log.Warn("server_fallback is configured but there is no Python engine (--engine-dir); server-side runs are off")
+		return nil, func() {}, nil
+	}
+	if s.sandboxWorkers == 0 {
+		return &toolRunner{run: eng.Run, allowLoopback: s.sandboxLoopback}, func() {}, nil
+	}
+	bin := s.workerBinary
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return nil, nil, fmt.Errorf("finding this binary for the Python workers: %v", err)
+		}
+	}
+	args := []string{"sandbox-worker", "--engine-dir", s.engineDir, "--mode", "fast",
+		"--memory-mb", strconv.Itoa(s.sandboxMemoryMB), "--log-format", "json"}
+	if s.engineCache != "" {
+		args = append(args, "--engine-cache", s.engineCache)
+	}
+	workers := s.sandboxWorkers
+	if workers < 0 {
+		workers = 0 // the pool's default: one per CPU
+	}
+	pool, err := sandbox.NewPool(ctx, sandbox.PoolOptions{Binary: bin, Args: args, Workers: workers, Queue: s.sandboxQueue, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the Python workers: %v", err)
+	}
+	log.Info("python workers ready", slog.Int("workers", pool.Stats().Workers))
+	return &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback}, func() { _ = pool.Close() }, nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/osc-assistant/assistant/toolresults"
+)
+
+func TestRunUsage(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "x.py")
+	if err := os.WriteFile(file, []byte("print(1)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"run", file}, 2, "--community is required"},
+		{[]string{"run", "--community", "nemar"}, 2, "want one FILE"},
+		{[]string{"run", "--community", "nemar", file, file}, 2, "want one FILE"},
+		{[]string{"run", "--community", "nemar", "--deployment", "staging", file}, 2, `--deployment "staging"`},
+		{[]string{"run", "--community", "nemar", "--call-id", "", file}, 2, "--call-id"},
+		{[]string{"run", "--community", "nemar", filepath.Join(t.TempDir(), "missing.py")}, 1, "no such file"},
+		{[]string{"run", "--community", "nemar", file}, 1, "no Python engine"},
+	} {
+		code, stdout, stderr := runCmd(t, tc.args...)
+		if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.stderr) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", tc.args, code, stdout, stderr, tc.code, tc.stderr)
+		}
+	}
+}
+
+// TestRunNemar runs code under the shipped nemar community: its prelude imports the overlay
+// wheel and configures it for the deployment, and the code uses it.
+func TestRunNemar(t *testing.T) {
+	dir := engineDir(t)
+	env := map[string]string{"ASSISTANT_ENGINE_DIR": dir}
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "check.py")
+	src := `import nemar_tools, osa
+print(nemar_tools.zarr_base())
+print(nemar_tools.describe([1, 2, 3, float("nan")]))
+print(osa.fetch_allow)
+osa.save_script("analysis/check.py", "print(1)\n")
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) *toolresults.Result {
+		t.Helper()
+		code, stdout, stderr := runCmdEnv(t, env, append([]string{"run", "--community", "nemar", "--communities", "../../communities"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d\n%s", args, code, stderr)
+		}
+		r, err := toolresults.Decode([]byte(stdout))
+		if err != nil {
+			t.Fatalf("%q: the printed result does not decode: %v\n%s", args, err, stdout)
+		}
+		if !strings.HasPrefix(stdout, "{\n  \"call_id\": ") {
+			t.Errorf("not indented JSON:\n%s", stdout)
+		}
+		return r
+	}
+
+	r := run("--artifacts", filepath.Join(tmp, "out"), file)
+	want := "https://zarr.nemar.org\nn=3 mean=2 std=0.816497 min=1 median=2 max=3 (skipped 1 NaN)\n('https://zarr.nemar.org/',)\n"
+	if r.Status != "ok" || r.Stdout != want || r.Stderr != "" || r.CallID != "run" {
+		t.Errorf("production: %+v", r)
+	}
+	if len(r.Artifacts) != 1 || r.Artifacts[0] != "analysis/check.py" {
+		t.Errorf("artifacts %q", r.Artifacts)
+	}
+	if b, err := os.ReadFile(filepath.Join(tmp, "out", "analysis", "check.py")); err != nil || string(b) != "print(1)\n" {
+		t.Errorf("written artifact: %q %v", b, err)
+	}
+	if !strings.Contains(r.Summary, "Ran without an error.") {
+		t.Errorf("summary %q", r.Summary)
+	}
+
+	r = run("--deployment", "develop", "--call-id", "toolu_1", file)
+	if r.Status != "ok" || !strings.HasPrefix(r.Stdout, "https://zarr-test.nemar.org\n") || r.CallID != "toolu_1" {
+		t.Errorf("develop: %+v", r)
+	}
+
+	// Code that fails still prints a result and exits 0; numpy is not in the server's Python.
+	code, stdout, stderr := runCmdEnvStdin(t, env, "import numpy\n", "run", "--community", "nemar", "--communities", "../../communities", "-")
+	if code != 0 {
+		t.Fatalf("numpy: exit %d\n%s", code, stderr)
+	}
+	r, err := toolresults.Decode([]byte(stdout))
+	if err != nil || r.Status != "error" || !strings.Contains(r.Stderr, "numpy is not available in the server's Python") ||
+		!strings.HasSuffix(r.Stderr, "osa, nemar_tools\n") {
+		t.Errorf("numpy: %v %+v", err, r)
+	}
+
+	code, _, stderr = runCmdEnv(t, env, "run", "--community", "bids", "--communities", "../../communities", file)
+	if code != 1 || !strings.Contains(stderr, `community "bids" has no runtime.python`) {
+		t.Errorf("bids: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCmdEnv(t, env, "run", "--community", "nope", "--communities", "../../communities", file)
+	if code != 1 || !strings.Contains(stderr, `no community "nope"`) {
+		t.Errorf("unknown community: exit %d: %s", code, stderr)
+	}
+}
+
+func runCmdEnvStdin(t *testing.T, environ map[string]string, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb strings.Builder
+	code = run(t.Context(), append([]string{"assistant"}, args...), func(k string) string { return environ[k] }, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}

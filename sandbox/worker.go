@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+)
+
+// ServeWorker is the worker side of a Pool (the `assistant sandbox-worker` command): it says
+// hello on out, then runs every request read from in with e, one at a time, and writes each
+// outcome to out, in the framed protocol described in protocol.go.
+//
+// It returns nil when in ends (the pool closed the pipe, or the server died), at once, even
+// if a run is still going (a loop inside C in fast mode): the caller should then exit the
+// process, which ends that run too. It returns an error when in or out breaks or a frame is
+// malformed, and after a panic in a run (the engine may be damaged; the pool starts a new
+// worker). ctx bounds nothing but the runs' own contexts; a worker is meant to outlive a
+// SIGINT sent to the server's process group until the server closes it.
+func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := writeFrame(out, &frame{Type: frameReady, Hello: &hello{
+		PID: os.Getpid(), SHA256: e.SHA256(), Python: e.PythonVersion(), Mode: e.Mode().String(),
+	}}); err != nil {
+		return fmt.Errorf("sandbox worker: saying hello: %w", err)
+	}
+
+	type readResult struct {
+		f   *frame
+		err error
+	}
+	frames := make(chan readResult)
+	go func() {
+		for {
+			f, err := readFrame(in)
+			frames <- readResult{f, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	type done struct {
+		id       uint64
+		res      Result
+		err      error
+		panicked bool
+	}
+	finished := make(chan done, 1)
+	var (
+		busy  bool
+		runID uint64
+		// cancelRun cancels the current run; a no-op when there is none.
+		cancelRun = context.CancelFunc(func() {})
+	)
+	defer func() { cancelRun() }()
+	for {
+		select {
+		case r := <-frames:
+			if r.err != nil {
+				if errors.Is(r.err, io.EOF) {
+					return nil
+				}
+				return fmt.Errorf("sandbox worker: reading: %w", r.err)
+			}
+			f := r.f
+			switch f.Type {
+			case frameRun:
+				if busy || f.Request == nil {
+					msg := "busy"
+					if f.Request == nil {
+						msg = "run frame without a request"
+					}
+					if err := writeFrame(out, &frame{Type: frameError, ID: f.ID, Error: msg}); err != nil {
+						return fmt.Errorf("sandbox worker: writing: %w", err)
+					}
+					continue
+				}
+				if err := writeFrame(out, &frame{Type: frameStart, ID: f.ID}); err != nil {
+					return fmt.Errorf("sandbox worker: writing: %w", err)
+				}
+				busy, runID = true, f.ID
+				runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+				cancelRun = cancel
+				go func(id uint64, req Request) {
+					d := done{id: id}
+					defer func() {
+						if p := recover(); p != nil {
+							d.err = fmt.Errorf("panic: %v", p)
+							d.panicked = true
+							log.Error("sandbox worker: run panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+						}
+						finished <- d
+					}()
+					d.res, d.err = e.Run(runCtx, req)
+				}(f.ID, *f.Request)
+			case frameCancel:
+				if busy && f.ID == runID {
+					cancelRun()
+				}
+			default:
+				return fmt.Errorf("sandbox worker: unexpected %q frame", f.Type)
+			}
+		case d := <-finished:
+			busy = false
+			cancelRun()
+			reply := &frame{Type: frameResult, ID: d.id, Result: &d.res}
+			if d.err != nil {
+				reply = &frame{Type: frameError, ID: d.id, Error: d.err.Error()}
+			}
+			if err := writeFrame(out, reply); err != nil {
+				return fmt.Errorf("sandbox worker: writing: %w", err)
+			}
+			if d.panicked {
+				return d.err
+			}
+		}
+	}
+}
