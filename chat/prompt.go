@@ -1,9 +1,10 @@
 package chat
 
 import (
-	"crypto/rand"
 	"fmt"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/osc-assistant/assistant/config"
 )
@@ -66,10 +67,4 @@ func pageSection(c *config.Community, page *PageContext) string {
 }
 
 // newID returns a random (version 4) UUID, the session id of a chat that names none.
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
+func newID() string { return uuid.NewString() }

@@ -2,7 +2,6 @@ package routers
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/osc-assistant/assistant/chat"
@@ -75,7 +75,7 @@ func (s *Server) feedback(c echo.Context) error {
 	if _, ok := s.cat.Load().byID[community]; !ok {
 		return &apiError{http.StatusNotFound, "Unknown community: " + community}
 	}
-	id := newUUID()
+	id := uuid.NewString()
 	attrs := []slog.Attr{
 		slog.String("feedback_id", id), slog.String("community", community), slog.String("feedback_type", kind),
 		slog.String("request_id", requestID(c)), slog.String("origin", c.Request().Header.Get("Origin")),
@@ -280,13 +280,4 @@ func (v *bodyCheck) pageContext(field string) *chat.PageContext {
 		v.items = append(v.items, it)
 	}
 	return &p
-}
-
-// newUUID returns a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

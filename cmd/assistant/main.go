@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -66,3 +67,14 @@ var (
 	version = "dev"
 	commit  = "unknown"
 )
+
+// firstEnv returns the first of the named environment variables that is set (trimmed): our
+// name first, then the reference's alias.
+func firstEnv(getenv func(string) string, names ...string) string {
+	for _, n := range names {
+		if v := strings.TrimSpace(getenv(n)); v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -36,14 +36,7 @@ const maxRunSource = 4 << 20
 func runRun(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	env := func(names ...string) string {
-		for _, n := range names {
-			if v := strings.TrimSpace(getenv(n)); v != "" {
-				return v
-			}
-		}
-		return ""
-	}
+	env := func(names ...string) string { return firstEnv(getenv, names...) }
 	communities := env("ASSISTANT_COMMUNITIES")
 	if communities == "" {
 		communities = "communities"

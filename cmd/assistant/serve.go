@@ -64,14 +64,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	var s serveSettings
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	env := func(names ...string) string {
-		for _, n := range names {
-			if v := strings.TrimSpace(getenv(n)); v != "" {
-				return v
-			}
-		}
-		return ""
-	}
+	env := func(names ...string) string { return firstEnv(getenv, names...) }
 	or := func(v, def string) string {
 		if v == "" {
 			return def
