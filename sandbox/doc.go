@@ -14,8 +14,8 @@
 //     clock and crypto/rand (wazero's defaults are fake), stdin from memory so it never blocks;
 //   - limits: a deadline enforced in one of two modes (mode.go): strict, wazero's
 //     close-on-context-done (every loop, including ones running inside C, is stopped; CPU-bound
-//     Python is about 4.5× slower), or fast, cooperative hooks reached from the eval loop's
-//     periodic yield (near-native speed; a loop inside C is not stopped); a linear-memory cap
+//     Python about 3.2× slower than fast mode), or fast, cooperative hooks reached from the eval loop's
+//     periodic yield (no per-bytecode check; a loop inside C is not stopped); a linear-memory cap
 //     backed by an mmap allocator so an allocation past the cap becomes a clean MemoryError;
 //     and stdout/stderr captured into capped buffers (the program keeps running; the text is
 //     clipped head-and-tail with an omission marker);

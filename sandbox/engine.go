@@ -55,7 +55,7 @@ type Options struct {
 	// wasm trap, not a Python exception). Nil discards.
 	Logger *slog.Logger
 	// Mode is how deadlines are enforced: ModeStrict (the zero value) stops everything but
-	// makes CPU-bound Python about 4.5× slower; ModeFast is near-native but cannot stop a loop
+	// makes CPU-bound Python about 3.2× slower than ModeFast, which cannot stop a loop
 	// inside C, so it belongs in killable worker processes (see Mode and Pool).
 	Mode Mode
 }

@@ -18,11 +18,11 @@ const (
 	// ModeStrict uses wazero's close-on-context-done: compiled code checks the context at every
 	// wasm loop header, so every loop stops at the deadline, including loops running inside C
 	// (sum(range(10**13)), a catastrophic regex). CPython's eval loop hits such a check on every
-	// bytecode, which makes CPU-bound Python about 4.5× slower. It is the default, and the
+	// bytecode, which makes CPU-bound Python about 3.2× slower than ModeFast. It is the default, and the
 	// right mode in a process that must never lose control of a run (the server's in-process
 	// compile checks, `assistant run`).
 	ModeStrict Mode = iota
-	// ModeFast enforces the deadline cooperatively, at near-native speed: the engine's eval
+	// ModeFast enforces the deadline cooperatively, without a per-bytecode check: the engine's eval
 	// loop (patched by scripts/build_python_wasi.sh with -DPy_WASI_PERIODIC_YIELD) calls WASI
 	// sched_yield every 10000 eval-breaker checks, and the host's yield, sleep and stdout/stderr
 	// hooks end the instance once the run's context is done. Pure-Python loops, sleeps and

@@ -33,7 +33,7 @@ type PoolOptions struct {
 	Env []string
 	// Workers is how many worker processes are kept running (started ahead of demand, so a run
 	// never waits for a process to start); zero means runtime.NumCPU(). Budget memory as
-	// Workers × the engine's memory cap plus about 40 MiB per process.
+	// Workers × the engine's memory cap plus about 80 MiB per process (measured at rest).
 	Workers int
 	// Queue bounds the runs that may wait for a busy worker; past it Run fails at once with an
 	// *OverloadError. Zero means 4 × Workers; a negative value means no waiting at all.
@@ -91,7 +91,7 @@ type PoolStats struct {
 
 // A Pool runs requests in worker processes of the assistant binary (`assistant
 // sandbox-worker`, an Engine in fast mode), so a run that the fast mode cannot stop (a loop
-// inside C) is ended by killing its process, while every other run keeps near-native speed.
+// inside C) is ended by killing its process, while every other run keeps the fast mode.
 // Workers are started ahead of demand and replaced when they are killed or crash. Run has
 // Engine.Run's contract. A Pool is safe for concurrent use.
 type Pool struct {
