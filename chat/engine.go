@@ -47,7 +47,10 @@ const (
 	stepLimitFmt     = "The current model (%s) used all its steps without finishing. Try again, or ask for a smaller part of the task."
 	unavailableFmt   = "The current model (%s) is not available right now. Try again later, or choose another model."
 	fullOutputTool   = "get_full_output"
+	msgLong          = "Conversation is getting long. Consider starting a new chat for best results."
+	msgCutOffLong    = "This answer was cut off because the assistant reached its length limit, and the conversation is getting long. Start a new chat and ask a narrower question."
 	turnLockTTL      = 300 * time.Second
+	retryDelay       = time.Second
 	maxStepsPerRun   = 10
 	maxArgProblems   = 5
 	maxArgProblemLen = 500
@@ -299,12 +302,15 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 	c := t.Community.ID
 	tools := bindTools(t, e.Runner != nil)
 	system := SystemPrompt(t.Community, t.Page)
-	for range maxStepsPerRun {
+	retried := false
+	for step := 0; step < maxStepsPerRun; step++ {
 		var text strings.Builder
 		var calls []Call
 		var stop string
 		var usage Usage
-		err := route.Provider.Stream(ctx, Request{Model: route.Name, System: system, Messages: history, Tools: tools.list, ReasoningEffort: deref(t.Community.ReasoningEffort)}, func(ev Event) error {
+		produced := false
+		err := route.Provider.Stream(ctx, Request{Model: route.Name, System: system, Messages: trimHistory(history, maxConversationTokens), Tools: tools.list, ReasoningEffort: deref(t.Community.ReasoningEffort)}, func(ev Event) error {
+			produced = produced || ev.Kind == TextDelta || ev.Kind == ToolCall
 			switch ev.Kind {
 			case TextDelta:
 				if ev.Text == "" {
@@ -326,6 +332,18 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 				return nil // the reader went away
 			}
 			e.log().Warn("model call failed", slog.String("community", c), slog.String("model", route.Model), slog.Any("error", err))
+			// A call that fails fast, before the turn produced anything, is tried once more
+			// after a second; never after output has started, never twice.
+			if step == 0 && !produced && !retried {
+				retried = true
+				select {
+				case <-time.After(retryDelay):
+				case <-ctx.Done():
+					return nil
+				}
+				step--
+				continue
+			}
 			return sendError(sink, providerErrorMessage(err, route), t.RequestID)
 		}
 		reply := text.String()
@@ -339,8 +357,8 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 			if _, err := e.appendMsgs(ctx, c, id, Message{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: reply}}}); err != nil {
 				return sendError(sink, msgFailed, t.RequestID)
 			}
-			if stop == "max_tokens" {
-				if err := sink.Send(map[string]any{"event": "warning", "message": msgCutOff, "code": "cut_off"}); err != nil {
+			if w := replyWarning(stop == "max_tokens", conversationTokens(history) > longConversationTokens); w != nil {
+				if err := sink.Send(w); err != nil {
 					return err
 				}
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
@@ -308,5 +309,63 @@ func TestBudget(t *testing.T) {
 	}
 	if m := string(readAll(t, ts.do(t, "GET", "/metrics", nil))); !strings.Contains(m, `assistant_budget_spent_ratio{community="hed",period="day"} 2`) {
 		t.Errorf("budget metric missing:\n%s", grepLines(m, "budget"))
+	}
+}
+
+// TestRetryOnce: a model call that fails before anything was produced is tried once more,
+// never twice.
+func TestRetryOnce(t *testing.T) {
+	ts, fake := fakeModel(t, func(n int, req chattest.Request) chattest.Reply {
+		if req.Contains("flaky") && n == 0 {
+			return chattest.Reply{Status: 529}
+		}
+		if req.Contains("down") {
+			return chattest.Reply{Status: 529}
+		}
+		return chattest.Reply{Text: []string{"recovered"}}
+	}, nil)
+	evs := ts.chatFrom(t, map[string]any{"message": "flaky"})
+	if got := compactKinds(evs); got != "session content+ done" || len(fake.Requests()) != 2 {
+		t.Fatalf("flaky: %q after %d calls", got, len(fake.Requests()))
+	}
+	before := len(fake.Requests())
+	evs = ts.chatFrom(t, map[string]any{"message": "down"})
+	if got := compactKinds(evs); got != "session error" || len(fake.Requests())-before != 2 {
+		t.Fatalf("down: %q after %d calls, want an error after exactly 2", got, len(fake.Requests())-before)
+	}
+}
+
+// TestLongConversation: past 70,000 approximate tokens a reply carries the long-conversation
+// warning, and what is sent to the model is trimmed to about 80,000 tokens at a reader's message.
+func TestLongConversation(t *testing.T) {
+	big := strings.Repeat("word ", 2000) // 10,000 characters, about 2,500 tokens
+	ts, fake := fakeModel(t, func(n int, req chattest.Request) chattest.Reply {
+		return chattest.Reply{Text: []string{big}}
+	}, nil)
+	sid := "long-one"
+	warned := -1
+	for turn := range 20 {
+		evs := ts.chatFrom(t, map[string]any{"message": big, "session_id": sid})
+		for _, e := range evs {
+			if e["event"] == "warning" && e["code"] == "long_conversation" && warned < 0 {
+				warned = turn
+			}
+		}
+	}
+	// Each turn adds about 5,000 tokens: the warning starts at the 15th turn (over 70,000).
+	if warned != 13 && warned != 14 {
+		t.Errorf("first long-conversation warning at turn %d, want about 14", warned)
+	}
+	last := fake.Requests()[len(fake.Requests())-1]
+	msgs := last.Messages()
+	b, _ := json.Marshal(msgs)
+	if chars := len(b); chars > 80_000*4+20_000 || chars < 60_000*4 {
+		t.Errorf("the last request carried %d characters of history, want it trimmed to about 80,000 tokens", chars)
+	}
+	if first, _ := msgs[0].(map[string]any); first["role"] != "user" {
+		t.Errorf("the trimmed history starts with %v", first["role"])
+	}
+	if len(msgs) >= 39 {
+		t.Errorf("%d messages sent: nothing was trimmed", len(msgs))
 	}
 }
