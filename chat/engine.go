@@ -94,7 +94,9 @@ type Turn struct {
 	// OriginOK: the request's Origin may spend the platform's key (api.md §9).
 	OriginOK bool
 	// ToolsOff: the client-tool kill switch is on for this community.
-	ToolsOff  bool
+	ToolsOff bool
+	// NoTools binds no tool at all, not even the server fallback (a non-streamed chat).
+	NoTools   bool
 	RequestID string
 }
 
@@ -303,6 +305,11 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 	tools := bindTools(t, e.Runner != nil)
 	system := SystemPrompt(t.Community, t.Page)
 	retried := false
+	// The run's text and usage add up over its model calls: done.content and tool_request's
+	// content are everything this request streamed, which the widget shows in place of it.
+	var runText strings.Builder
+	var runUsage Usage
+	var runCost *float64
 	for step := 0; step < maxStepsPerRun; step++ {
 		var text strings.Builder
 		var calls []Call
@@ -326,7 +333,17 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 			}
 			return nil
 		})
-		cost := e.Budget.Record(ctx, t.Community, route, usage)
+		// Recorded even when the reader went away: the platform paid for the tokens.
+		cost := e.Budget.Record(context.WithoutCancel(ctx), t.Community, route, usage)
+		runUsage.InputTokens += usage.InputTokens
+		runUsage.OutputTokens += usage.OutputTokens
+		if cost != nil {
+			total := *cost
+			if runCost != nil {
+				total += *runCost
+			}
+			runCost = &total
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // the reader went away
@@ -347,15 +364,18 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 			return sendError(sink, providerErrorMessage(err, route), t.RequestID)
 		}
 		reply := text.String()
+		runText.WriteString(reply)
 		if len(calls) == 0 {
-			if strings.TrimSpace(reply) == "" {
+			if strings.TrimSpace(runText.String()) == "" {
 				if stop == "max_tokens" {
 					return sendError(sink, msgOutOfRoom, t.RequestID)
 				}
 				return sendError(sink, msgEmpty, t.RequestID)
 			}
-			if _, err := e.appendMsgs(ctx, c, id, Message{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: reply}}}); err != nil {
-				return sendError(sink, msgFailed, t.RequestID)
+			if strings.TrimSpace(reply) != "" {
+				if _, err := e.appendMsgs(ctx, c, id, Message{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: reply}}}); err != nil {
+					return sendError(sink, msgFailed, t.RequestID)
+				}
 			}
 			if w := replyWarning(stop == "max_tokens", conversationTokens(history) > longConversationTokens); w != nil {
 				if err := sink.Send(w); err != nil {
@@ -363,7 +383,7 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 				}
 			}
 			return sink.Send(map[string]any{"event": "done", "session_id": id, "request_id": t.RequestID, "model": route.Model,
-				"content": reply, "citations": []any{}, "usage": replyUsage(usage, cost)})
+				"content": runText.String(), "citations": []any{}, "usage": replyUsage(runUsage, runCost)})
 		}
 		assistant := Message{Role: RoleAssistant}
 		if reply != "" {
@@ -403,7 +423,7 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 			}
 		}
 		if parked != nil {
-			return e.park(ctx, t, id, route, assistant, results, *parked, reply, usage, cost, sink)
+			return e.park(ctx, t, id, route, assistant, results, *parked, runText.String(), runUsage, runCost, sink)
 		}
 		next := Message{Role: RoleUser, Content: results}
 		if _, err := e.appendMsgs(ctx, c, id, assistant, next); err != nil {
@@ -584,7 +604,7 @@ const fullOutputDescription = "Read more of an earlier browser run's output than
 func bindTools(t Turn, canRunOnServer bool) boundTools {
 	out := boundTools{byName: map[string]boundTool{}}
 	c := t.Community
-	if t.ToolsOff || c.Extensions == nil || c.Runtime == nil || c.Runtime.Python == nil {
+	if t.ToolsOff || t.NoTools || c.Extensions == nil || c.Runtime == nil || c.Runtime.Python == nil {
 		return out
 	}
 	fallback := canRunOnServer && c.Runtime.Python.ServerFallback

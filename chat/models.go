@@ -131,6 +131,15 @@ func (m *Models) Resolve(c *config.Community, requested string, keys Keys) (Rout
 	}
 	switch provider {
 	case "scripted":
+		// Nobody pays for the offline model, so it skips the origin check and the budget; a
+		// request may name it only where it is what the community runs anyway (no key
+		// configured). Otherwise anyone could name it to reach the server-side fallback
+		// without a key or an allowed origin.
+		if requested != "" {
+			if def, err := m.Resolve(c, "", Keys{}); err != nil || !def.Free {
+				return Route{}, &RouteError{400, "Model '" + requested + "' is not offered by this server."}
+			}
+		}
 		return Route{Provider: Scripted{}, Model: "scripted/" + name, Name: name, Free: true}, nil
 	case "anthropic":
 		key := m.env(deref(c.AnthropicAPIKeyEnvVar))

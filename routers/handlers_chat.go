@@ -144,6 +144,7 @@ func mapChatError(err error) error {
 // HTTP error.
 func (s *Server) chatJSON(c echo.Context, cc *community, req *chatRequest) error {
 	t := s.turn(c, cc, req.sessionID, req.model, req.page, nil)
+	t.NoTools = true
 	if _, err := s.deps.Engine.Models.Resolve(cc.cfg, req.model, t.Keys); err != nil {
 		var re *chat.RouteError
 		if errors.As(err, &re) {
@@ -151,7 +152,7 @@ func (s *Server) chatJSON(c echo.Context, cc *community, req *chatRequest) error
 		}
 		return err
 	}
-	sink := &collectSink{}
+	sink := &collectSink{warnings: []string{}}
 	if err := mapChatError(s.deps.Engine.Chat(c.Request().Context(), t, req.message, sink)); err != nil {
 		return err
 	}

@@ -48,6 +48,11 @@ func (s *Server) rateLimit(name string, perMinute, perHour int) echo.MiddlewareF
 			if s.deps.Limiter == nil {
 				return next(c)
 			}
+			// Only a known community is counted: an arbitrary path segment must not become a
+			// key in the limiter's store.
+			if _, ok := s.community(c); !ok {
+				return errNotFound
+			}
 			ip := c.RealIP()
 			for _, w := range []struct {
 				limit   int

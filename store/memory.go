@@ -57,6 +57,7 @@ type memSession struct {
 	history         []json.RawMessage
 	park            *memPark
 	artifacts       map[string]map[string][]byte // call id → path → bytes
+	artifactOrder   []string                     // call ids, oldest first
 }
 
 type memPark struct {
@@ -327,7 +328,14 @@ func (m *Memory) PutArtifacts(ctx context.Context, community, id, callID string,
 	for p, b := range files {
 		kept[p] = bytes.Clone(b)
 	}
+	if _, again := s.artifacts[callID]; !again {
+		s.artifactOrder = append(s.artifactOrder, callID)
+	}
 	s.artifacts[callID] = kept
+	for len(s.artifactOrder) > MaxArtifactRuns {
+		delete(s.artifacts, s.artifactOrder[0])
+		s.artifactOrder = s.artifactOrder[1:]
+	}
 	return nil
 }
 

@@ -29,10 +29,6 @@ const (
 	// more than once (a retried Claim can only fail, never accept twice).
 	redisMaxRetries = 1
 
-	// parkMargin keeps a parked call's key a little past ParkedTTL, so that a late Claim
-	// still finds it, deletes it and reports it expired (and the caller repairs the
-	// history) instead of finding nothing.
-	parkMargin = time.Minute
 	// unlockTimeout bounds the release of a turn lock, which runs after the turn's own
 	// context may have ended.
 	unlockTimeout = 2 * time.Second
@@ -67,6 +63,7 @@ type redisConn interface {
 	MGet(ctx context.Context, keys ...string) *redis.SliceCmd
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
+	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	Time(ctx context.Context) *redis.TimeCmd
 	Close() error
 }
@@ -81,10 +78,11 @@ type redisConn interface {
 //
 //	P s:{c:i}:meta      hash {created, active, count}   TTL SessionTTL, refreshed by Append
 //	P s:{c:i}:hist      list of JSON messages           TTL SessionTTL, refreshed by Append
-//	P s:{c:i}:park      hash {id, at, call}             TTL ParkedTTL + 1 min
+//	P s:{c:i}:park      hash {id, at, call}             TTL SessionTTL
 //	P s:{c:i}:lock      string "<token>:<expires ms>"   TTL the lock's ttl
 //	P rl:k:<window ms>  hash {s: window start, n}       TTL until the window ends
 //	P s:{c:i}:art:k     hash {path: bytes} of one run   TTL what is left of the session's
+//	P s:{c:i}:artruns   list of the runs with files     TTL the same; at most MaxArtifactRuns
 //	P cost:c:YYYY-MM-DD float (USD)                     TTL 48 h, refreshed by AddCost
 //	P cost:c:YYYY-MM    float (USD)                     TTL 40 days, refreshed by AddCost
 //
@@ -174,7 +172,12 @@ func (r *Redis) PutArtifacts(ctx context.Context, community, id, callID string, 
 	if rest := time.Until(s.LastActive.Add(r.limits.SessionTTL)); rest > 0 && r.now == nil {
 		ttl = rest
 	}
+	// The session's runs with files, newest first; runs past MaxArtifactRuns lose theirs.
+	order := r.prefix + "s:{" + enc(community) + ":" + enc(id) + "}:artruns"
 	_, err = r.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.LRem(ctx, order, 0, callID)
+		pipe.LPush(ctx, order, callID)
+		pipe.PExpire(ctx, order, ttl)
 		pipe.Del(ctx, k)
 		if len(files) > 0 {
 			vals := make([]any, 0, 2*len(files))
@@ -188,6 +191,22 @@ func (r *Redis) PutArtifacts(ctx context.Context, community, id, callID string, 
 	})
 	if err != nil {
 		return wrap("put artifacts", err)
+	}
+	old, err := r.c.LRange(ctx, order, MaxArtifactRuns, -1).Result()
+	if err != nil {
+		return wrap("put artifacts", err)
+	}
+	if len(old) > 0 {
+		_, err = r.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			for _, o := range old {
+				pipe.Del(ctx, r.artifactKey(community, id, o))
+			}
+			pipe.LTrim(ctx, order, 0, MaxArtifactRuns-1)
+			return nil
+		})
+		if err != nil {
+			return wrap("put artifacts", err)
+		}
 	}
 	return nil
 }
@@ -399,7 +418,11 @@ func (r *Redis) Park(ctx context.Context, community, id string, call ParkedCall)
 		return fmt.Errorf("store: encoding parked call: %w", err)
 	}
 	k := r.keys(community, id)
-	pttl := (r.limits.ParkedTTL + parkMargin).Milliseconds()
+	// The key lives as long as the session, not just ParkedTTL: the call's age is judged from
+	// its stamp, and a call found expired (by Claim) or left over (by Abandon on the next
+	// message) must still be there to be closed in the history; a call that vanished with
+	// its key would leave an unanswered tool_use that the model API refuses.
+	pttl := r.sttl()
 	n, err := parkScript.Run(ctx, r.c, []string{k.meta, k.park},
 		r.nowArg(), r.sttl(), call.CallID, bytes.TrimSpace(buf.Bytes()), pttl).Int64()
 	if err != nil {

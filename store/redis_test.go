@@ -109,7 +109,7 @@ func TestRedisKeysHaveTTLs(t *testing.T) {
 	want := map[string]time.Duration{ // key → its TTL
 		k.meta: l.SessionTTL,
 		k.hist: l.SessionTTL,
-		k.park: l.ParkedTTL + parkMargin,
+		k.park: l.SessionTTL,
 		k.lock: 300 * time.Second,
 		s.prefix + "rl:" + enc("chat:1.2.3.4") + ":60000": 50 * time.Second,
 		day:   costDayTTL,

@@ -60,6 +60,9 @@ func DefaultLimits() Limits {
 	return Limits{SessionTTL: 24 * time.Hour, ParkedTTL: 900 * time.Second, MaxSessionsPerCommunity: 1000}
 }
 
+// MaxArtifactRuns is how many server-side runs' files one session keeps.
+const MaxArtifactRuns = 4
+
 // Store is the state shared by every replica. Every method is safe for concurrent use. Times
 // come from the store's clock (injectable in both implementations, for tests) and are kept to
 // the millisecond, in UTC.
@@ -114,7 +117,9 @@ type Store interface {
 	Costs(ctx context.Context, community string) (day, month float64, err error)
 
 	// PutArtifacts keeps the files one server-side run saved (path → bytes) with the session,
-	// for as long as the session lives. ErrNotFound if the session does not exist.
+	// for as long as the session lives, and only for its newest MaxArtifactRuns runs (older
+	// runs' files are dropped), so a session holds at most that many runs' worth (25 MB each).
+	// ErrNotFound if the session does not exist.
 	PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error
 	// Artifact returns one kept file, or ErrNotFound.
 	Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error)

@@ -710,9 +710,23 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 		if _, err := s.Artifact(ctx, "other", "s1", "toolu_1", "script.py"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("another community's session: %v, want ErrNotFound", err)
 		}
+		// Only the newest MaxArtifactRuns runs keep their files.
+		for i := range MaxArtifactRuns {
+			if err := s.PutArtifacts(ctx, "c", "s1", fmt.Sprintf("toolu_n%d", i), map[string][]byte{"f": {byte(i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Artifact(ctx, "c", "s1", "toolu_1", "script.py"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the oldest run's files were kept past %d runs: %v", MaxArtifactRuns, err)
+		}
+		for i := range MaxArtifactRuns {
+			if got, err := s.Artifact(ctx, "c", "s1", fmt.Sprintf("toolu_n%d", i), "f"); err != nil || got[0] != byte(i) {
+				t.Errorf("run %d: %v %v", i, got, err)
+			}
+		}
 		// Files go with their session.
 		clk.Advance(testLimits().SessionTTL + time.Second)
-		if _, err := s.Artifact(ctx, "c", "s1", "toolu_1", "script.py"); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Artifact(ctx, "c", "s1", "toolu_n3", "f"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("after the session expired: %v, want ErrNotFound", err)
 		}
 	})

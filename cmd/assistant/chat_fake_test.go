@@ -369,3 +369,24 @@ func TestLongConversation(t *testing.T) {
 		t.Errorf("%d messages sent: nothing was trimmed", len(msgs))
 	}
 }
+
+// TestScriptedOnlyWithoutKeys: where a real model is configured, a request cannot name the free
+// offline model to skip the origin check and the budget.
+func TestScriptedOnlyWithoutKeys(t *testing.T) {
+	ts, fake := fakeModel(t, func(n int, req chattest.Request) chattest.Reply {
+		return chattest.Reply{Text: []string{"paid"}}
+	}, nil)
+	_, evs := ts.chat(t, "nemar", map[string]any{"model": "scripted/demo", "message": "```python\nprint(1)\n```"})
+	if got := compactKinds(evs); got != "session error" || !strings.Contains(evs[1]["message"].(string), "is not offered") {
+		t.Fatalf("%q %v", got, evs)
+	}
+	if len(fake.Requests()) != 0 {
+		t.Error("the model was called")
+	}
+	// Without any key, the scripted model is the community's own and may be named.
+	plain := startServer(t)
+	_, evs = plain.chat(t, "bids", map[string]any{"model": "scripted/demo", "message": "hi"})
+	if got := compactKinds(evs); got != "session content+ done" {
+		t.Fatalf("no keys: %q", got)
+	}
+}

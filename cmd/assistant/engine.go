@@ -14,7 +14,8 @@ import (
 // openEngine compiles the server's Python engine from dir (built by scripts/build_python_wasi.sh),
 // with wazero's on-disk compilation cache, so a restart does not recompile. An empty dir means
 // no engine: preludes are then not compile-checked.
-func openEngine(ctx context.Context, dir, cacheDir string, log *slog.Logger) (*sandbox.Engine, error) {
+// memoryMB caps one run's memory (0: the engine's default); it matters for runs in this process.
+func openEngine(ctx context.Context, dir, cacheDir string, memoryMB int, log *slog.Logger) (*sandbox.Engine, error) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -25,7 +26,11 @@ func openEngine(ctx context.Context, dir, cacheDir string, log *slog.Logger) (*s
 		}
 		cacheDir = filepath.Join(base, "assistant", "wazero")
 	}
-	eng, err := sandbox.New(ctx, sandbox.Options{Dir: dir, CacheDir: cacheDir, Logger: log})
+	opts := sandbox.Options{Dir: dir, CacheDir: cacheDir, Logger: log}
+	if memoryMB > 0 {
+		opts.MemoryLimitPages = uint32(memoryMB) << 20 / sandbox.PageSize
+	}
+	eng, err := sandbox.New(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("python engine in %s: %w", dir, err)
 	}

@@ -38,7 +38,8 @@ func TestServerFallback(t *testing.T) {
 		}
 	}
 	done := evs[len(evs)-1]
-	if c, _ := done["content"].(string); !strings.Contains(c, "status ok") || !strings.Contains(c, "42") {
+	// done.content is the whole run's text, the first model call's sentence included.
+	if c, _ := done["content"].(string); !strings.HasPrefix(c, "I will run your code in your browser.") || !strings.Contains(c, "status ok") || !strings.Contains(c, "42") {
 		t.Errorf("done content %q", c)
 	}
 	sid := evs[0]["session_id"].(string)
@@ -60,5 +61,21 @@ func TestServerFallback(t *testing.T) {
 		if r := ts.do(t, "GET", p, nil); r.StatusCode != 404 {
 			t.Errorf("%s: %d, want 404", p, r.StatusCode)
 		}
+	}
+}
+
+// TestServerFallbackMemoryCap: --sandbox-memory-mb bounds a server-side run whatever the
+// community's limits.memory_mb asks, in-process too.
+func TestServerFallbackMemoryCap(t *testing.T) {
+	ts := startServer(t, "--engine-dir", engineDir(t), "--sandbox-workers", "0", "--sandbox-memory-mb", "128")
+	_, evs := ts.chat(t, "nemar", map[string]any{"message": "```python\nb = bytearray(300 << 20)\nprint('allocated')\n```"})
+	var out string
+	for _, e := range evs {
+		if e["event"] == "tool_end" {
+			out, _ = e["output"].(string)
+		}
+	}
+	if !strings.Contains(out, "status: oom") || strings.Contains(out, "allocated") {
+		t.Fatalf("a 300 MB allocation under a 128 MB cap:\n%s", out)
 	}
 }

@@ -97,7 +97,7 @@ func runRun(ctx context.Context, args []string, getenv func(string) string, stdi
 	if *engineDir == "" {
 		return fail("no Python engine: set ASSISTANT_ENGINE_DIR or --engine-dir (make engine builds it)")
 	}
-	eng, err := openEngine(ctx, *engineDir, *engineCache, slog.New(slog.DiscardHandler))
+	eng, err := openEngine(ctx, *engineDir, *engineCache, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return fail("%v", err)
 	}

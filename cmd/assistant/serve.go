@@ -152,7 +152,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		return nil, nil, err
 	}
 	// The engine compiles before anything is loaded: a broken python.wasm stops the start.
-	eng, err := openEngine(ctx, s.engineDir, s.engineCache, log)
+	eng, err := openEngine(ctx, s.engineDir, s.engineCache, s.sandboxMemoryMB, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -30,7 +30,7 @@ func runValidate(ctx context.Context, args []string, getenv func(string) string,
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)
 	}
-	eng, err := openEngine(ctx, getenv("ASSISTANT_ENGINE_DIR"), getenv("ASSISTANT_ENGINE_CACHE"), slog.New(slog.DiscardHandler))
+	eng, err := openEngine(ctx, getenv("ASSISTANT_ENGINE_DIR"), getenv("ASSISTANT_ENGINE_CACHE"), 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Fprintln(stderr, "assistant validate:", err)
 		return 1
