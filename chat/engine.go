@@ -49,7 +49,9 @@ const (
 	fullOutputTool   = "get_full_output"
 	msgLong          = "Conversation is getting long. Consider starting a new chat for best results."
 	msgCutOffLong    = "This answer was cut off because the assistant reached its length limit, and the conversation is getting long. Start a new chat and ask a narrower question."
+	msgTurnTooLong   = "This reply took longer than the assistant allows for one answer, so it was stopped. Ask for a smaller part of the task."
 	turnLockTTL      = 300 * time.Second
+	turnMargin       = 15 * time.Second
 	retryDelay       = time.Second
 	maxStepsPerRun   = 10
 	maxArgProblems   = 5
@@ -302,6 +304,17 @@ func (e *Engine) run(ctx context.Context, t Turn, id string, history []Message, 
 // (error). runs is how many browser results this reply has already returned.
 func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, history []Message, runs int, sink Sink) error {
 	c := t.Community.ID
+	// A turn ends before its lock can expire, so no second turn of the session ever overlaps
+	// it; the reader gets an error event rather than a stream that stops.
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, turnLockTTL-turnMargin)
+	defer cancel()
+	gone := func() error {
+		if parent.Err() == nil {
+			return sendError(sink, msgTurnTooLong, t.RequestID)
+		}
+		return nil // the reader went away
+	}
 	tools := bindTools(t, e.Runner != nil)
 	system := SystemPrompt(t.Community, t.Page)
 	retried := false
@@ -346,7 +359,7 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil // the reader went away
+				return gone()
 			}
 			e.log().Warn("model call failed", slog.String("community", c), slog.String("model", route.Model), slog.Any("error", err))
 			// A call that fails fast, before the turn produced anything, is tried once more
@@ -356,7 +369,7 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 				select {
 				case <-time.After(retryDelay):
 				case <-ctx.Done():
-					return nil
+					return gone()
 				}
 				step--
 				continue
@@ -413,6 +426,9 @@ func (e *Engine) loop(ctx context.Context, t Turn, id string, route Route, histo
 				runs++
 				block, err := e.runOnServer(ctx, t, id, call, args, sink)
 				if err != nil {
+					if ctx.Err() != nil {
+						return gone()
+					}
 					return err
 				}
 				results = append(results, block)
@@ -453,6 +469,10 @@ func (e *Engine) park(ctx context.Context, t Turn, id string, route Route, assis
 		_ = e.closeCall(ctx, c, id, old, msgReplaced)
 	}
 	if err := e.Store.Park(ctx, c, id, call); err != nil {
+		// The assistant message is stored; close its call so the history stays valid.
+		if cerr := e.closeCall(context.WithoutCancel(ctx), c, id, call, msgParkFailed); cerr != nil {
+			e.log().Error("closing a call that could not be parked", slog.Any("error", cerr))
+		}
 		return sendError(sink, msgParkFailed, t.RequestID)
 	}
 	var args any

@@ -241,6 +241,7 @@ func (d *demoSite) checkCommunity(cc *community) {
 // pyodideFile is GET /pyodide/v{version}/{file}: a file of a local copy, found by exact name
 // in the manifest built at start.
 func (d *demoSite) pyodideFile(c echo.Context) error {
+	extendWrite(c)
 	version, ok := strings.CutPrefix(c.Param("version"), "v")
 	cp := d.copies[version]
 	if !ok || cp == nil {

@@ -40,6 +40,7 @@ func (s *Server) artifact(c echo.Context) error {
 	if ct == "" || strings.Contains(ct, "html") || strings.Contains(ct, "javascript") || strings.Contains(ct, "svg") {
 		ct = "application/octet-stream"
 	}
+	extendWrite(c)
 	h := c.Response().Header()
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -93,7 +94,9 @@ func (s *Server) chatHandler(c echo.Context) error {
 		return s.chatJSON(c, cc, req)
 	}
 	t := s.turn(c, cc, req.sessionID, req.model, req.page, req.clientTools)
-	return mapChatError(s.deps.Engine.Chat(c.Request().Context(), t, req.message, newSSE(c)))
+	sink := newSSE(c)
+	defer sink.Close()
+	return mapChatError(s.deps.Engine.Chat(c.Request().Context(), t, req.message, sink))
 }
 
 // resumeHandler is POST /{c}/chat/resume: the browser's result, then the reply continues.
@@ -115,7 +118,9 @@ func (s *Server) resumeHandler(c echo.Context) error {
 		page = &chat.PageContext{URL: deref(p.URL), Title: deref(p.Title), WidgetInstructions: deref(p.WidgetInstructions)}
 	}
 	t := s.turn(c, cc, req.SessionID, deref(req.Model), page, req.ClientTools)
-	return mapChatError(s.deps.Engine.Resume(c.Request().Context(), t, &req.Result, newSSE(c)))
+	sink := newSSE(c)
+	defer sink.Close()
+	return mapChatError(s.deps.Engine.Resume(c.Request().Context(), t, &req.Result, sink))
 }
 
 func deref(p *string) string {
@@ -205,11 +210,19 @@ func (k *collectSink) Send(ev map[string]any) error {
 }
 
 // sse writes a turn's events as Server-Sent Events: one `data: {json}` line and a blank line
-// per event, flushed at once (api.md §2).
+// per event, flushed at once (api.md §2). While nothing else is sent (a model thinking, a
+// server-side run), a comment line goes out every heartbeat, so a widget that gives up on
+// 60 s of silence does not; clients ignore lines that do not start with "data: ".
 type sse struct {
-	c  echo.Context
-	rc *http.ResponseController
+	c    echo.Context
+	rc   *http.ResponseController
+	mu   sync.Mutex // one writer at a time: events and heartbeats
+	stop chan struct{}
+	done chan struct{}
 }
+
+// heartbeat is how often an idle stream gets a comment line.
+var heartbeat = 15 * time.Second // a variable so a test can shorten it
 
 // streamIdle bounds how long one event may take to write; every event pushes it forward, so a
 // long reply is fine and a stalled reader is not.
@@ -228,6 +241,46 @@ func (w *sse) Open(sessionID string) error {
 	h.Set("X-Session-ID", sessionID)
 	_ = w.rc.SetWriteDeadline(time.Now().Add(streamIdle))
 	w.c.Response().WriteHeader(http.StatusOK)
+	if err := w.rc.Flush(); err != nil {
+		return err
+	}
+	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	go w.beat()
+	return nil
+}
+
+func (w *sse) beat() {
+	defer close(w.done)
+	t := time.NewTicker(heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			if w.write([]byte(": ping\n\n")) != nil {
+				return
+			}
+		}
+	}
+}
+
+// Close stops the heartbeat; the handler calls it before returning, so nothing writes to the
+// response afterwards.
+func (w *sse) Close() {
+	if w.stop != nil {
+		close(w.stop)
+		<-w.done
+	}
+}
+
+func (w *sse) write(b []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.rc.SetWriteDeadline(time.Now().Add(streamIdle))
+	if _, err := w.c.Response().Write(b); err != nil {
+		return err
+	}
 	return w.rc.Flush()
 }
 
@@ -236,11 +289,7 @@ func (w *sse) Send(ev map[string]any) error {
 	if err != nil {
 		return err
 	}
-	_ = w.rc.SetWriteDeadline(time.Now().Add(streamIdle))
 	out := make([]byte, 0, len(b)+8)
 	out = append(append(append(out, "data: "...), b...), "\n\n"...)
-	if _, err := w.c.Response().Write(out); err != nil {
-		return err
-	}
-	return w.rc.Flush()
+	return w.write(out)
 }

@@ -58,6 +58,7 @@ func (s *Server) runtimeWheel(c echo.Context) error {
 	if !ok {
 		return errNoRuntimeFile
 	}
+	extendWrite(c)
 	h := c.Response().Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Cache-Control", runtimeCacheControl)

@@ -70,8 +70,18 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// writeTimeout bounds writing one ordinary response.
-const writeTimeout = 30 * time.Second
+// writeTimeout bounds writing one ordinary response; a non-streamed chat may take two minutes
+// (api.md §7.3). Large files extend it (extendWrite); streams push it forward on every event.
+const writeTimeout = 150 * time.Second
+
+// bulkWriteTimeout bounds sending a large file (a Pyodide runtime file is about 10 MB) to a
+// slow client.
+const bulkWriteTimeout = 10 * time.Minute
+
+// extendWrite gives a large response more time to be written.
+func extendWrite(c echo.Context) {
+	_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(bulkWriteTimeout))
+}
 
 // corsHeaders are the request headers a widget may send (api.md §7.4).
 const corsAllowHeaders = "Content-Type, X-API-Key, X-Anthropic-API-Key, X-OpenRouter-Key, X-User-Id, X-Request-ID, cf-turnstile-response"

@@ -273,8 +273,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		log.Error("not starting", slog.Any("error", err))
 		return 1
 	}
+	// Requests get a context the server can cancel at shutdown (Shutdown alone waits for them).
+	requestCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
 	hs := &http.Server{
 		Handler:           srv,
+		BaseContext:       func(net.Listener) context.Context { return requestCtx },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		// Writes are bounded per response by the router (streams extend their own deadline).
@@ -310,8 +314,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {
-		log.Error("shutdown", slog.Any("error", err))
-		return 1
+		// Replies still streaming after the grace period are cancelled, so their handlers
+		// return and release their session locks before the store closes.
+		log.Warn("shutdown: cancelling the requests still running", slog.Any("error", err))
+		cancelRequests()
+		lastCtx, cancelLast := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancelLast()
+		if err := hs.Shutdown(lastCtx); err != nil {
+			log.Error("shutdown", slog.Any("error", err))
+			return 1
+		}
 	}
 	log.Info("stopped")
 	return 0
