@@ -137,7 +137,7 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 
 // buildServer follows the start-up order: settings, then every community (anything broken stops
 // here, before listening), then the HTTP handler.
-func buildServer(ctx context.Context, s serveSettings, getenv func(string) string, log *slog.Logger) (*routers.Server, func(), error) {
+func buildServer(ctx context.Context, s serveSettings, getenv func(string) string, log *slog.Logger) (_ *routers.Server, _ func(), err error) {
 	depEnv := func(k string) string {
 		switch k {
 		case "ASSISTANT_DEPLOYMENT":
@@ -151,6 +151,40 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	if err != nil {
 		return nil, nil, err
 	}
+	// Settings that only need parsing come first: they hold nothing to release.
+	var origins []string
+	for o := range strings.SplitSeq(s.corsOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			origins = append(origins, o)
+		}
+	}
+	rl, err := parseRateLimits(s.rateLimits, dep)
+	if err != nil {
+		return nil, nil, err
+	}
+	trusted, err := parseCIDRs(s.trusted)
+	if err != nil {
+		return nil, nil, err
+	}
+	prices, err := loadPrices(s.prices)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// What is opened from here on is released in reverse order, by the caller on success and
+	// here on any failure.
+	var cleanups []func()
+	closeAll := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+
 	// The engine compiles before anything is loaded: a broken python.wasm stops the start.
 	eng, err := openEngine(ctx, s.engineDir, s.engineCache, s.sandboxMemoryMB, log)
 	if err != nil {
@@ -158,15 +192,11 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	}
 	if eng == nil {
 		log.Warn("no Python engine (--engine-dir): preludes are not compile-checked")
+	} else {
+		cleanups = append(cleanups, func() { _ = eng.Close(context.WithoutCancel(ctx)) })
 	}
-	closeEngine := func() {
-		if eng != nil {
-			_ = eng.Close(context.WithoutCancel(ctx))
-		}
-	}
-	locks := &runtimelock.Cache{}
 	opts := loadOptions(eng)
-	opts.Locks = locks
+	opts.Locks = &runtimelock.Cache{}
 	load := func(ctx context.Context) (*config.Set, error) {
 		return config.Load(ctx, s.communities, opts)
 	}
@@ -177,45 +207,23 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 			log.Error("config error", slog.String("error", e.Error()), slog.Bool("fails_closed", e.FailsClosed))
 		}
 		if fatal := list.Fatal(); len(fatal) > 0 {
-			closeEngine()
 			return nil, nil, fmt.Errorf("%d config %s in %s; fix them or run assistant validate", len(fatal), plural(len(fatal), "error", "errors"), s.communities)
 		}
+		err = nil
 	} else if err != nil {
-		closeEngine()
-		return nil, nil, err
-	}
-	var origins []string
-	for o := range strings.SplitSeq(s.corsOrigins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			origins = append(origins, o)
-		}
-	}
-	rl, err := parseRateLimits(s.rateLimits, dep)
-	if err != nil {
-		closeEngine()
-		return nil, nil, err
-	}
-	trusted, err := parseCIDRs(s.trusted)
-	if err != nil {
-		closeEngine()
-		return nil, nil, err
-	}
-	prices, err := loadPrices(s.prices)
-	if err != nil {
-		closeEngine()
 		return nil, nil, err
 	}
 	st, err := openStore(ctx, s.redisURL, s.redisPrefix, s.now, log)
 	if err != nil {
-		closeEngine()
 		return nil, nil, err
 	}
+	cleanups = append(cleanups, func() { _ = st.Close() })
 	runner, closeRunner, err := startRunner(ctx, s, eng, set, log)
 	if err != nil {
-		st.Close()
-		closeEngine()
 		return nil, nil, err
 	}
+	cleanups = append(cleanups, closeRunner)
+
 	models := &chat.Models{Getenv: getenv, Default: s.defaultModel}
 	spent := chat.BudgetMetric()
 	engine := &chat.Engine{
@@ -225,7 +233,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		Log:    log,
 		Now:    s.now,
 	}
-	if runner != nil {
+	if runner != nil { // not a typed nil in the interface
 		engine.Runner = runner
 	}
 	srv, err := routers.New(routers.Deps{
@@ -243,12 +251,9 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		Collectors:  []prometheus.Collector{spent},
 	})
 	if err != nil {
-		closeRunner()
-		st.Close()
-		closeEngine()
 		return nil, nil, err
 	}
-	return srv, func() { closeRunner(); _ = st.Close(); closeEngine() }, nil
+	return srv, closeAll, nil
 }
 
 // runServe is assistant serve.
