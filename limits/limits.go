@@ -57,6 +57,25 @@ const (
 	MaxPageTitleChars CodePoints = 500
 	// MaxWidgetInstructionChars caps page_context.widget_instructions.
 	MaxWidgetInstructionChars CodePoints = 2000
+	// MaxModelChars caps the model a /chat or /chat/resume request names (the reference's
+	// ChatRequest.model max_length); both routes refuse a longer one with the same 422 item.
+	MaxModelChars CodePoints = 200
+)
+
+// Error-body caps. An error answer must never grow with its request: a hostile body of a few
+// megabytes could otherwise be echoed back many times over (long keys in loc, every "missing"
+// error echoing its parent object, one item per unknown key).
+const (
+	// MaxErrorBodyBytes bounds the encoded body of every error response, whatever the request:
+	// each is smaller than this.
+	// The validators bound what they echo so a 422 stays well under it; the one error mapping
+	// in routers enforces it as a last guard, dropping trailing 422 items or clipping a detail
+	// string.
+	MaxErrorBodyBytes Bytes = 64 << 10
+	// MaxErrorItems caps the items of one 422 body. Past it, one final item of type
+	// "too_many_errors" says how many more were found. It is above what any body that is
+	// wrong in the ordinary ways produces (every declared field of a resume body is 28).
+	MaxErrorItems = 40
 )
 
 // Community config caps (config.md §3.1, §4.1).

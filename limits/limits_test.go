@@ -29,6 +29,7 @@ func TestValuesMatchReference(t *testing.T) {
 		{"MaxPageURLChars", int(MaxPageURLChars), 2048},
 		{"MaxPageTitleChars", int(MaxPageTitleChars), 500},
 		{"MaxWidgetInstructionChars", int(MaxWidgetInstructionChars), 2000},
+		{"MaxModelChars", int(MaxModelChars), 200},
 		{"MaxPreludeChars", int(MaxPreludeChars), 4000},
 		{"MaxImportBeforeSeal", MaxImportBeforeSeal, 16},
 		{"MaxImportNameChars", int(MaxImportNameChars), 200},

@@ -94,10 +94,10 @@ func (s *Server) demoRoutes(g *echo.Group) {
 	for _, cc := range s.cat.Load().byID {
 		d.checkCommunity(cc)
 	}
-	g.GET("/pyodide/:version/:file", d.pyodideFile)
-	g.GET("/:c/demo", s.demoRedirect)
-	g.GET("/:c/demo/", s.demoPage(d))
-	g.GET("/:c/demo/:asset", s.demoAsset(d))
+	getRoute(g, "/pyodide/:version/:file", d.pyodideFile)
+	getRoute(g, "/:c/demo", s.demoRedirect)
+	getRoute(g, "/:c/demo/", s.demoPage(d))
+	getRoute(g, "/:c/demo/:asset", s.demoAsset(d))
 }
 
 func newDemoSite(getenv func(string) string, log *slog.Logger) *demoSite {

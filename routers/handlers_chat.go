@@ -49,7 +49,7 @@ func decodeChat(c echo.Context) (*chatRequest, error) {
 	if b := v.optBool("stream"); b != nil {
 		r.stream = *b
 	}
-	if m := v.optStr("model", 200); m != nil {
+	if m := v.optStr("model", int(limits.MaxModelChars)); m != nil {
 		r.model = *m
 	}
 	r.page = v.pageContext("page_context")
@@ -170,7 +170,7 @@ func (s *Server) chatJSON(c echo.Context, cc *community, req *chatRequest) error
 		if msg == chat.MsgKeyRequired {
 			status = http.StatusForbidden
 		}
-		return c.JSON(status, map[string]any{"detail": msg, "error_id": requestID(c), "request_id": requestID(c)})
+		return &replyError{status, msg}
 	}
 	d := sink.done
 	return c.JSON(http.StatusOK, map[string]any{

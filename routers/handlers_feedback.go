@@ -16,6 +16,7 @@ import (
 
 	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/toolresults"
 )
 
 // maxFeedbackBytes caps a feedback body: a 5,000-character comment and a 2,048-character URL fit
@@ -140,17 +141,10 @@ type bodyCheck struct {
 	items []detailItem
 }
 
+// fail adds an item for field. Its input is echoed bounded (strings cut, lists and objects
+// summarised), as the result decoder echoes, so an error body never grows with the request.
 func (v *bodyCheck) fail(typ, field, msg string, input any, ctx map[string]any) {
-	v.items = append(v.items, detailItem{Type: typ, Loc: []any{"body", field}, Msg: msg, Input: clipInput(input), Ctx: ctx})
-}
-
-// clipInput keeps an echoed input small: a long string is cut, so an error body never grows
-// with the request.
-func clipInput(in any) any {
-	if s, ok := in.(string); ok && utf8.RuneCountInString(s) > 200 {
-		return string([]rune(s)[:200]) + "…"
-	}
-	return in
+	v.items = append(v.items, detailItem{Type: typ, Loc: []any{"body", field}, Msg: msg, Input: toolresults.Echo(input), Ctx: ctx})
 }
 
 func (v *bodyCheck) str(field string, required bool, minLen, maxLen int) string {
@@ -171,7 +165,7 @@ func (v *bodyCheck) str(field string, required bool, minLen, maxLen int) string 
 		v.fail("string_too_short", field, fmt.Sprintf("String should have at least %d character", minLen), s, map[string]any{"min_length": minLen})
 	}
 	if maxLen > 0 && n > maxLen {
-		v.fail("string_too_long", field, fmt.Sprintf("String should have at most %d characters", maxLen), s, map[string]any{"max_length": maxLen})
+		v.items = append(v.items, toolresults.StringTooLong([]any{"body", field}, s, maxLen))
 	}
 	return s
 }
@@ -242,7 +236,7 @@ func (v *bodyCheck) strList(field string, maxItems int) []string {
 	for i, item := range list {
 		s, ok := item.(string)
 		if !ok {
-			v.items = append(v.items, detailItem{Type: "string_type", Loc: []any{"body", field, i}, Msg: "Input should be a valid string", Input: clipInput(item)})
+			v.items = append(v.items, detailItem{Type: "string_type", Loc: []any{"body", field, i}, Msg: "Input should be a valid string", Input: toolresults.Echo(item)})
 			continue
 		}
 		out = append(out, s)

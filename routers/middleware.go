@@ -86,19 +86,23 @@ func extendWrite(c echo.Context) {
 // corsHeaders are the request headers a widget may send (api.md §7.4).
 const corsAllowHeaders = "Content-Type, X-API-Key, X-Anthropic-API-Key, X-OpenRouter-Key, X-User-Id, X-Request-ID, cf-turnstile-response"
 
-// cors answers preflights and adds the CORS headers. The allowed origins are the community's
-// cors_origins plus the server-wide list; routes that belong to no community allow the
-// server-wide list plus every community's origins. A foreign origin gets no
-// Access-Control-Allow-Origin: the request is still answered, but the browser keeps the
+// cors adds the CORS headers, and the preflight headers to an OPTIONS request, which the
+// router then answers: 204 on a path some route serves, 404 on any other. The allowed origins
+// are the community's cors_origins plus the server-wide list; routes that belong to no
+// community allow the server-wide list plus every community's origins. A foreign origin gets
+// no Access-Control-Allow-Origin: the request is still answered, but the browser keeps the
 // response from the page. Public immutable files (wheels, logos) allow any origin without
-// credentials, since a wheel is fetched from a blob: worker of the embedding page.
+// credentials, since a wheel is fetched from a blob: worker of the embedding page; their
+// preflights are judged like any other path's, as they were when a catch-all route answered
+// every preflight.
 func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Add("Vary", "Origin")
 		origin := c.Request().Header.Get("Origin")
+		preflight := c.Request().Method == http.MethodOptions
 		if origin != "" {
-			if isPublicAsset(strings.TrimPrefix(c.Path(), s.deps.Settings.BasePath)) {
+			if !preflight && isPublicAsset(strings.TrimPrefix(c.Path(), s.deps.Settings.BasePath)) {
 				h.Set("Access-Control-Allow-Origin", "*")
 			} else if s.originAllowed(c, origin) {
 				h.Set("Access-Control-Allow-Origin", origin)
@@ -106,13 +110,10 @@ func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
 				h.Set("Access-Control-Expose-Headers", "X-Session-ID, X-Request-ID")
 			}
 		}
-		if c.Request().Method == http.MethodOptions {
-			if h.Get("Access-Control-Allow-Origin") != "" {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
-				h.Set("Access-Control-Max-Age", "600")
-			}
-			return c.NoContent(http.StatusNoContent)
+		if preflight && h.Get("Access-Control-Allow-Origin") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Max-Age", "600")
 		}
 		return next(c)
 	}
@@ -123,7 +124,8 @@ func isPublicAsset(route string) bool {
 }
 
 // originAllowed judges origin for the community the path names, or for the server as a whole.
-// It reads the path rather than the route parameters because a preflight matches no route.
+// It reads the path rather than the route parameters so that a path no route serves is judged
+// too.
 func (s *Server) originAllowed(c echo.Context, origin string) bool {
 	cat := s.cat.Load()
 	rest := strings.TrimPrefix(c.Request().URL.Path, s.deps.Settings.BasePath+"/")

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/osc-assistant/assistant/config"
@@ -31,11 +32,56 @@ func TestOriginSet(t *testing.T) {
 		"https://user@a.hed.org":  false,
 		"":                        false,
 		"null":                    false,
+		// A DNS label is at most 63 characters.
+		"https://" + strings.Repeat("a", 63) + ".hed.org": true,
+		"https://" + strings.Repeat("a", 64) + ".hed.org": false,
+		"https://a-.hed.org":                              false,
+		"https://a_b.hed.org":                             false,
+		"https://A.HED.ORG":                               true,
+		"https://a.hed.org.":                              false,
+		"https://a.hed.org:443":                           false,
+		"https://a.hed.org?x":                             false,
+		"https://a.hed.org#x":                             false,
+		"https://x.y.port.org:8443":                       false,
+		"https://" + strings.Repeat("a", 300):             false,
 	}
 	for origin, want := range tests {
 		if got := s.allows(origin); got != want {
 			t.Errorf("allows(%q) = %v, want %v", origin, got, want)
 		}
+	}
+}
+
+// TestCatalogOrigins: the global routes allow every community's origins from one set built at
+// load, with each pattern held once however many communities list it.
+func TestCatalogOrigins(t *testing.T) {
+	s := syntheticServer(t, 1000)
+	global := s.cat.Load().origins
+	if len(global.wildcard) != 1000 {
+		t.Errorf("%d wildcard patterns for 1000 communities", len(global.wildcard))
+	}
+	for _, tc := range []struct {
+		origin  string
+		allowed bool
+	}{
+		{"https://www.c000.example.org", true},
+		{"https://www.c999.example.org", true},
+		{"https://www.c1000.example.org", false},
+		{"https://c999.example.org", false},
+		{"http://www.c999.example.org", false},
+		{craftedOrigin, false},
+	} {
+		if got := global.allows(tc.origin); got != tc.allowed {
+			t.Errorf("global allows(%q) = %v", tc.origin, got)
+		}
+		// A community's own routes allow only its own origins.
+		if got := s.cat.Load().byID["c999"].origins.allows(tc.origin); got != (tc.allowed && strings.Contains(tc.origin, "c999")) {
+			t.Errorf("c999 allows(%q) = %v", tc.origin, got)
+		}
+	}
+	shared := newOriginSet([]string{"https://*.shared.org", "https://*.SHARED.org/", " https://*.shared.org "})
+	if len(shared.wildcard) != 1 || !shared.allows("https://a.shared.org") {
+		t.Errorf("a pattern listed three times: %v", shared.wildcard)
 	}
 }
 

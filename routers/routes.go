@@ -20,6 +20,9 @@ func (s *Server) routes() *echo.Echo {
 	if base != "" {
 		// The bare prefix answers with the prefix and a slash, keeping the query (api.md §1).
 		e.Any(base, func(c echo.Context) error {
+			if c.Request().Method == http.MethodOptions {
+				return c.NoContent(http.StatusNoContent) // a preflight is answered, never redirected
+			}
 			target := base + "/"
 			if q := c.Request().URL.RawQuery; q != "" {
 				target += "?" + q
@@ -29,27 +32,37 @@ func (s *Server) routes() *echo.Echo {
 	}
 	g := e.Group(base)
 
-	g.GET("/", s.root)
-	g.GET("/health", s.health)
-	g.GET("/version", s.version)
-	g.GET("/communities", s.listCommunities)
+	getRoute(g, "/", s.root)
+	getRoute(g, "/health", s.health)
+	getRoute(g, "/version", s.version)
+	getRoute(g, "/communities", s.listCommunities)
 	g.POST("/feedback", s.feedback)
-	g.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	getRoute(g, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	g.POST("/admin/reload", s.reload, s.requireAdmin)
 
-	g.GET("/:c", s.communityConfig)
-	g.GET("/:c/", s.communityConfig)
-	g.GET("/:c/runtime/:file", s.runtimeWheel)
-	g.GET("/:c/logo", s.logo)
+	getRoute(g, "/:c", s.communityConfig)
+	getRoute(g, "/:c/", s.communityConfig)
+	getRoute(g, "/:c/runtime/:file", s.runtimeWheel)
+	getRoute(g, "/:c/logo", s.logo)
 	s.demoRoutes(g)
 	rl := s.deps.Settings.RateLimits
 	g.POST("/:c/chat", s.chatHandler, s.rateLimit("chat", rl.ChatPerMinute, rl.ChatPerHour))
 	g.POST("/:c/chat/resume", s.resumeHandler, s.rateLimit("resume", rl.ResumePerMinute, rl.ResumePerHour))
-	g.GET("/:c/sessions/:session/artifacts/:call/*", s.artifact)
+	getRoute(g, "/:c/sessions/:session/artifacts/:call/*", s.artifact)
 
-	// Preflights for every route above.
-	g.OPTIONS("/*", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	// Preflights need no route of their own: s.cors adds the CORS headers, and echo's router
+	// answers OPTIONS with 204 on a path some route serves and 404 on any other path. (A
+	// catch-all OPTIONS route would make every unknown path a known one, answering 405.)
 	return e
+}
+
+// getHead are the methods of a GET route: HEAD answers wherever GET does, with the same
+// status and headers; net/http drops the body.
+var getHead = []string{http.MethodGet, http.MethodHead}
+
+// getRoute registers h for GET and HEAD on path.
+func getRoute(g *echo.Group, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	g.Match(getHead, path, h, m...)
 }
 
 // requireAdmin guards admin routes with the X-API-Key admin key. With no key configured the

@@ -142,6 +142,23 @@ func generatedCases() []generatedCase {
 	b.WriteString("}")
 	cases = append(cases, generatedCase{name: "many_unknown_keys", body: jsonText(b.String())})
 
+	// Past limits.MaxErrorItems errors, the rest are only counted: 45 unknown keys give 40
+	// items and 5 omitted.
+	b.Reset()
+	b.WriteString(`{"call_id":"c"`)
+	for i := range limits.MaxErrorItems + 5 {
+		fmt.Fprintf(&b, `,"k%02d":%d`, i, i)
+	}
+	b.WriteString("}")
+	cases = append(cases, generatedCase{name: "unknown_keys_over_item_cap", body: jsonText(b.String())})
+	// Long keys are cut in loc and in echoed objects (the "missing" items echo the image).
+	long := func(c string) string { return strings.Repeat(c, 300) }
+	cases = append(cases,
+		generatedCase{name: "long_unknown_keys", body: resultWith(long("<"), long(">"), "images", []any{map[string]any{long("k"): long("v"), long("é"): 1}})},
+		generatedCase{name: "resume_model_at_cap", resume: true, body: resumeWith("model", strings.Repeat("é", int(limits.MaxModelChars))), ok: true},
+		generatedCase{name: "resume_model_over_cap", resume: true, body: resumeWith("model", strings.Repeat("é", int(limits.MaxModelChars)+1))},
+	)
+
 	page := func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i < len(kv); i += 2 {

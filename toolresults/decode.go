@@ -60,17 +60,18 @@ func Decode(data []byte) (*Result, error) {
 	}
 	var c checker
 	r := c.result(root, path{})
-	if len(c.errs) > 0 {
-		return nil, &ValidationError{Errors: c.errs}
+	if c.found > 0 {
+		return nil, c.err()
 	}
 	return r, nil
 }
 
 // DecodeResume parses and validates a whole POST /{community}/chat/resume body (config.md
-// §8.3): session_id (1..256 code points), result (as Decode), model (string or null),
-// page_context (null, or an object of url, title and widget_instructions, each optional,
-// string or null: url at most 2048 code points and starting with http:// or https://, title at
-// most 500, widget_instructions at most 2000) and client_tools (at most
+// §8.3): session_id (1..256 code points), result (as Decode), model (null, or a string of at
+// most limits.MaxModelChars code points, as on /chat), page_context (null, or an object of
+// url, title and widget_instructions, each optional, string or null: url at most 2048 code
+// points and starting with http:// or https://, title at most 500, widget_instructions at
+// most 2000) and client_tools (at most
 // limits.MaxDeclaredClientTools strings). Unknown keys are refused at every level. Errors are
 // located as FastAPI locates them: ["body", "session_id"], ["body", "result", "stdout"],
 // ["body", 17] for a syntax error, and ["body"] with type "missing" for an empty body.
@@ -85,8 +86,8 @@ func DecodeResume(data []byte) (*ResumeRequest, error) {
 	}
 	var c checker
 	req := c.resume(root, at)
-	if len(c.errs) > 0 {
-		return nil, &ValidationError{Errors: c.errs}
+	if c.found > 0 {
+		return nil, c.err()
 	}
 	return req, nil
 }
@@ -111,16 +112,37 @@ func (p path) with(k any) path {
 	return append(q, k)
 }
 
-// checker collects FieldErrors while it walks the parsed document.
+// checker collects FieldErrors while it walks the parsed document. It keeps the first
+// limits.MaxErrorItems and only counts the rest, so a body of a thousand bad keys costs a
+// bounded error list (and 422 body), not one item per key.
 type checker struct {
 	errs []FieldError
+	// found counts every error, kept or not; a part of the document is valid when it did not
+	// grow while the part was checked.
+	found int
+}
+
+// room counts one more error and reports whether it is kept.
+func (c *checker) room() bool {
+	c.found++
+	return len(c.errs) < limits.MaxErrorItems
+}
+
+func (c *checker) push(fe FieldError) {
+	if c.room() {
+		c.errs = append(c.errs, fe)
+	}
 }
 
 func (c *checker) add(typ string, at path, msg string, input any, ctx map[string]any) {
 	if at == nil {
 		at = path{}
 	}
-	c.errs = append(c.errs, FieldError{Type: typ, Loc: at, Msg: msg, Input: input, Ctx: ctx})
+	c.push(FieldError{Type: typ, Loc: at, Msg: msg, Input: input, Ctx: ctx})
+}
+
+func (c *checker) err() *ValidationError {
+	return &ValidationError{Errors: c.errs, Omitted: c.found - len(c.errs)}
 }
 
 // valueError is how pydantic reports a custom validator's ValueError.
@@ -132,11 +154,17 @@ func (c *checker) missing(at path, parent *node) {
 	c.add("missing", at, msgMissing, echo(parent), nil)
 }
 
+// lateKey is an unknown or repeated key of an object, reported after the object's fields.
+type lateKey struct {
+	m   member
+	dup bool
+}
+
 // fields looks up the declared names in an object. A value that is not an object is reported
-// and ok is false. Unknown and repeated keys come back as late errors, which the caller adds
-// after its fields' own errors, as pydantic orders them; a repeated key's later value is not
-// looked at.
-func (c *checker) fields(n *node, at path, names []string) (vals []*node, late []FieldError, ok bool) {
+// and ok is false. Unknown and repeated keys come back as late keys, which the caller reports
+// (addLate) after its fields' own errors, as pydantic orders them; a repeated key's later
+// value is not looked at.
+func (c *checker) fields(n *node, at path, names []string) (vals []*node, late []lateKey, ok bool) {
 	if n.kind != kindObject {
 		c.add("model_attributes_type", at, msgModelType, echo(n), nil)
 		return nil, nil, false
@@ -160,17 +188,28 @@ func (c *checker) fields(n *node, at path, names []string) (vals []*node, late [
 			}
 		}
 		switch idx := slices.Index(names, m.key); {
-		case dup:
-			late = append(late, FieldError{Type: "value_error", Loc: at.with(m.key), Msg: "Value error, " + msgDuplicate,
-				Input: echoAt(m.val, m.key, echoDepth), Ctx: map[string]any{"error": msgDuplicate}})
-		case idx < 0:
-			late = append(late, FieldError{Type: "extra_forbidden", Loc: at.with(m.key), Msg: msgExtra,
-				Input: echoAt(m.val, m.key, echoDepth)})
+		case dup || idx < 0:
+			late = append(late, lateKey{m: m, dup: dup})
 		default:
 			vals[idx] = m.val
 		}
 	}
 	return vals, late, true
+}
+
+// addLate reports the late keys of the object at at. Their items are built only while there
+// is room for them; a key is cut in loc as it is in an echo.
+func (c *checker) addLate(at path, late []lateKey) {
+	for _, l := range late {
+		if !c.room() {
+			continue
+		}
+		fe := FieldError{Type: "extra_forbidden", Loc: at.with(ClipKey(l.m.key)), Msg: msgExtra, Input: echoAt(l.m.val, l.m.key)}
+		if l.dup {
+			fe.Type, fe.Msg, fe.Ctx = "value_error", "Value error, "+msgDuplicate, map[string]any{"error": msgDuplicate}
+		}
+		c.errs = append(c.errs, fe)
+	}
 }
 
 // str checks a string of minChars..maxChars code points (maxChars noMax: no cap).
@@ -193,8 +232,7 @@ func (c *checker) str(v *node, at path, minChars int, maxChars int) (string, boo
 			map[string]any{"min_length": minChars})
 		return "", false
 	case maxChars != noMax && n > maxChars:
-		c.add("string_too_long", at, "String should have at most "+plural(maxChars, "character"), echo(v),
-			map[string]any{"max_length": maxChars})
+		c.push(StringTooLong(at, v.str, maxChars))
 		return "", false
 	}
 	return v.str, true
@@ -291,7 +329,7 @@ func parseInteger(lit string) (int64, intClass) {
 }
 
 func (c *checker) result(n *node, at path) *Result {
-	start := len(c.errs)
+	start := c.found
 	vals, late, ok := c.fields(n, at, resultFields)
 	if !ok {
 		return nil
@@ -343,15 +381,15 @@ func (c *checker) result(n *node, at path) *Result {
 	if v := vals[7]; v != nil {
 		r.ElapsedMS, _ = c.integer(v, at.with("elapsed_ms"), 0, math.MaxInt64)
 	}
-	c.errs = append(c.errs, late...)
-	if len(c.errs) > start {
+	c.addLate(at, late)
+	if c.found > start {
 		return nil
 	}
 	return r
 }
 
 func (c *checker) image(n *node, at path) (Image, bool) {
-	start := len(c.errs)
+	start := c.found
 	vals, late, ok := c.fields(n, at, imageFields)
 	if !ok {
 		return Image{}, false
@@ -369,7 +407,7 @@ func (c *checker) image(n *node, at path) (Image, bool) {
 	if v := vals[1]; v == nil {
 		c.missing(at.with("data_base64"), n)
 	} else if s, ok := c.str(v, at.with("data_base64"), 0, noMax); ok {
-		at, input := at.with("data_base64"), echoAt(v, "data_base64", echoDepth)
+		at, input := at.with("data_base64"), echoAt(v, "data_base64")
 		// The decoded size comes from the length alone, so an oversized image is refused
 		// without decoding or allocating anything.
 		n, valid := base64Len(s)
@@ -391,8 +429,8 @@ func (c *checker) image(n *node, at path) (Image, bool) {
 			*dst = int(x)
 		}
 	}
-	c.errs = append(c.errs, late...)
-	if len(c.errs) > start {
+	c.addLate(at, late)
+	if c.found > start {
 		return Image{}, false
 	}
 	// Like a pydantic model validator, the header check runs only on an otherwise valid image.
@@ -404,7 +442,7 @@ func (c *checker) image(n *node, at path) (Image, bool) {
 }
 
 func (c *checker) resume(n *node, at path) *ResumeRequest {
-	start := len(c.errs)
+	start := c.found
 	vals, late, ok := c.fields(n, at, resumeFields)
 	if !ok {
 		return nil
@@ -421,7 +459,7 @@ func (c *checker) resume(n *node, at path) *ResumeRequest {
 		req.Result = *r
 	}
 	if v := vals[2]; v != nil {
-		req.Model, _ = c.optStr(v, at.with("model"), noMax)
+		req.Model, _ = c.optStr(v, at.with("model"), int(limits.MaxModelChars))
 	}
 	if v := vals[3]; v != nil && v.kind != kindNull {
 		req.PageContext = c.pageContext(v, at.with("page_context"))
@@ -435,8 +473,8 @@ func (c *checker) resume(n *node, at path) *ResumeRequest {
 			}
 		}
 	}
-	c.errs = append(c.errs, late...)
-	if len(c.errs) > start {
+	c.addLate(at, late)
+	if c.found > start {
 		return nil
 	}
 	return req
@@ -462,6 +500,6 @@ func (c *checker) pageContext(n *node, at path) *PageContext {
 	if v := vals[2]; v != nil {
 		pc.WidgetInstructions, _ = c.optStr(v, at.with("widget_instructions"), int(limits.MaxWidgetInstructionChars))
 	}
-	c.errs = append(c.errs, late...)
+	c.addLate(at, late)
 	return pc
 }

@@ -7,9 +7,10 @@
 //   - Decode and DecodeResume parse JSON with their own strict parser (keys match exactly; an
 //     unknown or repeated key, trailing data, NaN, nesting deeper than 64 levels and more than
 //     1024 values are refused), check every field against the caps of package limits
-//     (character caps count code points, as Python's len() does), and collect every problem
+//     (character caps count code points, as Python's len() does), and collect the problems
 //     into one *ValidationError whose items have the shape of FastAPI's 422 detail list, with
-//     pydantic's error types and messages.
+//     pydantic's error types and messages: the first limits.MaxErrorItems, and a count of the
+//     rest, so the error never grows with the request.
 //   - Beyond OSA, each image must really be of its declared media type and size: the PNG IHDR,
 //     the JPEG frame header, the GIF logical screen or the WebP VP8/VP8L/VP8X header is read
 //     (and nothing more) from the base64 as it is decoded. Image data is kept as the posted
@@ -19,7 +20,7 @@
 //     config.md §8.4 says, cut at limits.MaxToolResultLength code points.
 //
 // It does not decide HTTP status codes or write response bodies (package routers turns a
-// *ValidationError into 422 {"detail": Errors}), cap the size of the request body (the HTTP
+// *ValidationError into 422 {"detail": Errors}, followed by OmittedErrors), cap the size of the request body (the HTTP
 // layer must, before calling DecodeResume; all work here is linear in the input), look up
 // sessions or parked calls (404 and 409), decide whether a provider accepts images, store
 // history, or know any provider's wire format beyond the neutral Block.

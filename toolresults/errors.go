@@ -3,6 +3,9 @@ package toolresults
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -17,13 +20,16 @@ type FieldError struct {
 	// "value_error".
 	Type string `json:"type"`
 	// Loc is the path to the offending value: object keys (string) and list indexes (int).
-	// Decode's paths are relative to the result object; DecodeResume's start with "body".
+	// Decode's paths are relative to the result object; DecodeResume's start with "body". A key
+	// longer than 64 code points is cut, with "…" marking the cut, so a body of long unknown
+	// keys is not echoed back in full.
 	Loc []any `json:"loc"`
 	// Msg is pydantic's message, capitalised as pydantic writes it.
 	Msg string `json:"msg"`
 	// Input echoes the offending value (for "missing", the object the field is missing from).
-	// It is bounded: strings are cut to 200 code points and data_base64 values to 64, lists
-	// and objects to their first 16 entries and 3 levels, with "…" marking a cut.
+	// It is bounded (see Echo): strings are cut to 200 code points and data_base64 values to
+	// 64, object keys to 64, lists and objects to their first 16 entries and 3 levels, and the
+	// whole echo to about 1 KiB of JSON, with "…" marking a cut.
 	Input any `json:"input"`
 	// Ctx carries the rule's parameters, such as {"max_length": 16384}, or nil.
 	Ctx map[string]any `json:"ctx,omitempty"`
@@ -46,24 +52,46 @@ func (e FieldError) Path() string {
 	return b.String()
 }
 
+// StringTooLong is pydantic's item for a string over maxChars code points. Every route's
+// checks build it here, so a capped field (such as model on /chat and /chat/resume) reads the
+// same everywhere.
+func StringTooLong(at []any, s string, maxChars int) FieldError {
+	return FieldError{Type: "string_too_long", Loc: at, Msg: "String should have at most " + plural(maxChars, "character"),
+		Input: Echo(s), Ctx: map[string]any{"max_length": maxChars}}
+}
+
+// TypeTooManyErrors is the type of the item that ends a 422 list cut at limits.MaxErrorItems.
+const TypeTooManyErrors = "too_many_errors"
+
+// OmittedErrors is the final item of a 422 list that had n more errors than it shows, in the
+// shape of the others so a client that reads the list reads it too.
+func OmittedErrors(at []any, n int) FieldError {
+	msg := plural(n, "more error") + " omitted"
+	return FieldError{Type: TypeTooManyErrors, Loc: at, Msg: msg, Input: nil, Ctx: map[string]any{"omitted": n}}
+}
+
 // ValidationError is every problem Decode or DecodeResume found, in the order pydantic reports
 // them: the declared fields in declaration order (each one's own problems in order), then
 // unknown and repeated keys in input order. It is the error those functions return; callers
-// use errors.As and answer 422 {"detail": Errors}.
+// use errors.As and answer 422 {"detail": Errors}, followed by OmittedErrors when Omitted > 0.
 type ValidationError struct {
+	// Errors holds the first limits.MaxErrorItems problems.
 	Errors []FieldError
+	// Omitted counts the problems found past those.
+	Omitted int
 }
 
 func (e *ValidationError) Error() string {
 	const shown = 5
+	total := len(e.Errors) + e.Omitted
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d validation error", len(e.Errors))
-	if len(e.Errors) != 1 {
+	fmt.Fprintf(&b, "%d validation error", total)
+	if total != 1 {
 		b.WriteByte('s')
 	}
 	for i, fe := range e.Errors {
 		if i == shown {
-			fmt.Fprintf(&b, "; and %d more", len(e.Errors)-shown)
+			fmt.Fprintf(&b, "; and %d more", total-shown)
 			break
 		}
 		if i == 0 {
@@ -84,44 +112,94 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// Echo bounds (see FieldError.Input).
+// Echo bounds (see FieldError.Input and FieldError.Loc). Together with limits.MaxErrorItems
+// they keep a 422 body to a few tens of kilobytes whatever the request.
 const (
 	echoStringChars = 200
 	echoBase64Chars = 64
+	echoKeyChars    = 64
+	echoKeyBytes    = 4 * echoKeyChars
 	echoEntries     = 16
 	echoDepth       = 3
-	cutMark         = "…"
+	// echoBudget is about how many bytes of JSON one echoed input may take; past it, the
+	// remaining entries of a list or object are cut. The longest single string echo (200
+	// four-byte code points) fits in it.
+	echoBudget = 1024
+	cutMark    = "…"
 )
 
 // echo turns a parsed value into the bounded copy a FieldError carries as Input.
 func echo(n *node) any {
-	return echoAt(n, "", echoDepth)
+	return echoAt(n, "")
 }
 
-func echoAt(n *node, key string, depth int) any {
+// echoAt is echo for the value of key: a data_base64 string is cut shorter.
+func echoAt(n *node, key string) any {
+	e := echoer{left: echoBudget}
+	return e.node(n, key, echoDepth)
+}
+
+// Echo is the bounded copy of a value decoded by encoding/json (strings, json.Number,
+// float64, bool, nil, []any, map[string]any), with the same bounds as the inputs Decode
+// echoes, for validators of other request bodies. An object's keys are taken in sorted order,
+// the order encoding/json writes them in. Other values are returned as they are.
+func Echo(v any) any {
+	e := echoer{left: echoBudget}
+	return e.value(v, echoDepth)
+}
+
+// ClipKey cuts an object key for a loc to 64 code points (and 256 bytes of JSON, which only
+// escaped characters reach), marking a cut with "…".
+func ClipKey(k string) string {
+	s, _ := clip(k, echoKeyChars, echoKeyBytes)
+	return s
+}
+
+// echoer builds one echo, spending a budget of JSON bytes.
+type echoer struct{ left int }
+
+func (e *echoer) str(s, key string) string {
+	n := echoStringChars
+	if key == "data_base64" {
+		n = echoBase64Chars
+	}
+	out, cost := clip(s, n, e.left)
+	e.left -= cost
+	return out
+}
+
+// key returns an object key cut for echoing and spends its cost.
+func (e *echoer) key(k string) string {
+	out, cost := clip(k, echoKeyChars, echoKeyBytes)
+	e.left -= cost + 2 // the colon and the comma
+	return out
+}
+
+func (e *echoer) node(n *node, key string, depth int) any {
 	switch n.kind {
 	case kindNull:
+		e.left -= 4
 		return nil
 	case kindBool:
+		e.left -= 5
 		return n.boolean
 	case kindNumber:
+		e.left -= len(n.str)
 		return json.Number(n.str)
 	case kindString:
-		if key == "data_base64" {
-			return cut(n.str, echoBase64Chars)
-		}
-		return cut(n.str, echoStringChars)
+		return e.str(n.str, key)
 	case kindArray:
 		if depth == 0 {
 			return cutMark
 		}
 		out := make([]any, 0, min(len(n.items), echoEntries+1))
 		for i, it := range n.items {
-			if i == echoEntries {
+			if i == echoEntries || e.left <= 0 {
 				out = append(out, cutMark)
 				break
 			}
-			out = append(out, echoAt(it, "", depth-1))
+			e.left-- // the comma
+			out = append(out, e.node(it, "", depth-1))
 		}
 		return out
 	default:
@@ -130,35 +208,103 @@ func echoAt(n *node, key string, depth int) any {
 		}
 		out := make(map[string]any, min(len(n.members), echoEntries+1))
 		for i, m := range n.members {
-			if i == echoEntries {
-				out[cutMark] = strconv.Itoa(len(n.members)-echoEntries) + " more"
+			if i == echoEntries || e.left <= 0 {
+				out[cutMark] = strconv.Itoa(len(n.members)-i) + " more"
 				break
 			}
-			if _, dup := out[m.key]; !dup {
-				out[m.key] = echoAt(m.val, m.key, depth-1)
+			if k := e.key(m.key); !has(out, k) {
+				out[k] = e.node(m.val, m.key, depth-1)
 			}
 		}
 		return out
 	}
 }
 
+func (e *echoer) value(v any, depth int) any {
+	switch v := v.(type) {
+	case nil:
+		e.left -= 4
+		return nil
+	case string:
+		return e.str(v, "")
+	case json.Number:
+		e.left -= len(v)
+		return v
+	case []any:
+		if depth == 0 {
+			return cutMark
+		}
+		out := make([]any, 0, min(len(v), echoEntries+1))
+		for i, it := range v {
+			if i == echoEntries || e.left <= 0 {
+				out = append(out, cutMark)
+				break
+			}
+			e.left--
+			out = append(out, e.value(it, depth-1))
+		}
+		return out
+	case map[string]any:
+		if depth == 0 {
+			return cutMark
+		}
+		keys := slices.Sorted(maps.Keys(v))
+		out := make(map[string]any, min(len(v), echoEntries+1))
+		for i, k := range keys {
+			if i == echoEntries || e.left <= 0 {
+				out[cutMark] = strconv.Itoa(len(keys)-i) + " more"
+				break
+			}
+			if ck := e.key(k); !has(out, ck) {
+				out[ck] = e.value(v[k], depth-1)
+			}
+		}
+		return out
+	default:
+		e.left -= 8 // a bool or a number
+		return v
+	}
+}
+
+func has(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
 // cut returns s, or its first n code points followed by "…" when it is longer.
 func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := 0
-	for k := 0; k < n; k++ {
-		if i >= len(s) {
-			return s
+	out, _ := clip(s, n, math.MaxInt)
+	return out
+}
+
+// clip cuts s to at most n code points and to at most budget bytes of JSON (quotes included;
+// a cut string may go over by the mark), marking a cut with "…". It also returns what the
+// result costs as JSON, as encoding/json writes it without HTML escaping.
+func clip(s string, n, budget int) (string, int) {
+	cost := 2
+	for i, k := 0, 0; i < len(s); k++ {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		c := jsonLen(r, size)
+		if k == n || cost+c > budget {
+			return s[:i] + cutMark, cost + len(cutMark)
 		}
-		_, size := utf8.DecodeRuneInString(s[i:])
+		cost += c
 		i += size
 	}
-	if i >= len(s) {
-		return s
+	return s, cost
+}
+
+// jsonLen is how many bytes encoding/json writes for one decoded rune of a string.
+func jsonLen(r rune, size int) int {
+	switch {
+	case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+		return 6
+	case r == '"', r == '\\', r == '\n', r == '\r', r == '\t':
+		return 2
+	case r < 0x20:
+		return 6
 	}
-	return s[:i] + cutMark
+	return size
 }
 
 // pyRepr renders s as Python's repr() of a str does, for the messages OSA's validators build

@@ -16,9 +16,9 @@ import (
 )
 
 // FuzzResult feeds arbitrary bytes to Decode. It must never panic; a rejection must be a
-// *ValidationError whose every loc is non-empty (only a non-object input is located at the
-// root) and, for valid JSON, names a value in the input or, for "missing", a key of an object
-// in it; anything accepted must re-encode to JSON that Decode accepts as an equal Result, and
+// *ValidationError of at most limits.MaxErrorItems items whose every loc is non-empty (only a
+// non-object input is located at the root) and, for valid JSON, names a value in the input
+// (a long key cut to its start) or, for "missing", a key of an object in it; anything accepted must re-encode to JSON that Decode accepts as an equal Result, and
 // must render. Wrapped in a /chat/resume body, the same input must give the same outcome with
 // locs under ["body", "result"]. The seeds are testdata/decode/*.json.
 func FuzzResult(f *testing.F) {
@@ -96,6 +96,9 @@ func checkRejection(t *testing.T, data []byte, err error) {
 	if !errors.As(err, &ve) || len(ve.Errors) == 0 {
 		t.Fatalf("error %T %v is not a non-empty *ValidationError", err, err)
 	}
+	if len(ve.Errors) > limits.MaxErrorItems || (ve.Omitted != 0 && len(ve.Errors) != limits.MaxErrorItems) {
+		t.Fatalf("%d items and %d omitted", len(ve.Errors), ve.Omitted)
+	}
 	for _, fe := range ve.Errors {
 		if fe.Type == "" || fe.Msg == "" {
 			t.Fatalf("item without type or msg: %+v", fe)
@@ -157,6 +160,19 @@ func checkRejection(t *testing.T, data []byte, err error) {
 	if diff := cmp.Diff(want, wve.Errors); diff != "" {
 		t.Fatalf("DecodeResume errors differ (-Decode, prefixed +DecodeResume):\n%s", diff)
 	}
+	if wve.Omitted != ve.Omitted {
+		t.Fatalf("omitted %d alone, %d in a resume body", ve.Omitted, wve.Omitted)
+	}
+}
+
+// clippedKey finds the value of the key that ClipKey cut to p.
+func clippedKey(m map[string]any, p string) (any, bool) {
+	for k, v := range m {
+		if k != p && ClipKey(k) == p {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 // locExists walks loc through doc, a document decoded by encoding/json. The last element may be
@@ -173,7 +189,9 @@ func locExists(doc any, loc []any, missing bool) bool {
 			}
 			v, ok := m[p]
 			if !ok {
-				return last && missing
+				if v, ok = clippedKey(m, p); !ok {
+					return last && missing
+				}
 			}
 			cur = v
 		case int:

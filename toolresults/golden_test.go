@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/osc-assistant/assistant/limits"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -53,15 +55,17 @@ func marshalGolden(t *testing.T, v any) []byte {
 	return b.Bytes()
 }
 
-// outcome is what a golden file records: the decoded value, or the 422 detail list.
+// outcome is what a golden file records: the decoded value, or the 422 detail list and how
+// many errors were left out of it.
 type outcome struct {
-	Result any          `json:"result,omitempty"`
-	Detail []FieldError `json:"detail,omitempty"`
+	Result  any          `json:"result,omitempty"`
+	Detail  []FieldError `json:"detail,omitempty"`
+	Omitted int          `json:"omitted,omitempty"`
 }
 
 // detailOf checks that err is a *ValidationError that is well formed (every item has a type, a
-// non-nil loc and a message) and returns its items.
-func detailOf(t *testing.T, err error) []FieldError {
+// non-nil loc and a message, and there are at most limits.MaxErrorItems) and returns it.
+func detailOf(t *testing.T, err error) *ValidationError {
 	t.Helper()
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
@@ -75,7 +79,10 @@ func detailOf(t *testing.T, err error) []FieldError {
 			t.Errorf("malformed item %+v", fe)
 		}
 	}
-	return ve.Errors
+	if len(ve.Errors) > limits.MaxErrorItems || ve.Omitted < 0 || (ve.Omitted > 0 && len(ve.Errors) != limits.MaxErrorItems) {
+		t.Errorf("%d items and %d omitted", len(ve.Errors), ve.Omitted)
+	}
+	return ve
 }
 
 // TestDecodeGolden decodes every testdata/decode/*.json with Decode and every
@@ -115,7 +122,8 @@ func TestDecodeGolden(t *testing.T) {
 					}
 				}
 				if err != nil {
-					got.Detail = detailOf(t, err)
+					ve := detailOf(t, err)
+					got.Detail, got.Omitted = ve.Errors, ve.Omitted
 				} else {
 					got.Result = v
 				}
@@ -178,7 +186,8 @@ func TestDecodeGenerated(t *testing.T) {
 			}
 			var got outcome
 			if err != nil {
-				got.Detail = detailOf(t, err)
+				ve := detailOf(t, err)
+				got.Detail, got.Omitted = ve.Errors, ve.Omitted
 			} else {
 				got.Result = v
 			}

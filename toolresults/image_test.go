@@ -65,7 +65,7 @@ func decodeOne(t *testing.T, mime string, data []byte, w, h int) []FieldError {
 	}
 	r, err := Decode(body)
 	if err != nil {
-		return detailOf(t, err)
+		return detailOf(t, err).Errors
 	}
 	if len(r.Images) != 1 || r.Images[0].Width != w || r.Images[0].Height != h || r.Images[0].MIME != mime {
 		t.Fatalf("decoded images = %+v", r.Images)
