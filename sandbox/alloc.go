@@ -7,21 +7,30 @@ import (
 )
 
 // allocator hands wazero the linear memory of one instance and records how large it grew.
-// A request to grow past limit fails, which the guest's malloc reports as MemoryError.
+// A request to grow past limit fails, which the guest's malloc reports as MemoryError, and is
+// recorded (refused): that record, not anything the guest says, is how Run knows a run ran out
+// of memory. The engine's wazero runtime allows the whole wasm32 address space (New), so every
+// grow within it reaches the allocator and none is refused by wazero unseen.
 //
 // On unix the memory is one anonymous mapping of limit bytes reserved up front (pages are
 // only backed when touched), so growing never copies: with wazero's default allocator every
 // memory.grow copies the whole memory, which made a memory bomb take 10 s and 1 GB of RSS
 // (python-engine.md). Elsewhere it falls back to a Go slice.
 type allocator struct {
-	limit uint64
-	high  atomic.Uint64
+	limit   uint64
+	high    atomic.Uint64
+	refused atomic.Bool
 }
 
 func newAllocator(limit uint64) *allocator { return &allocator{limit: limit} }
 
 // peak returns the largest size the memory reached, in bytes.
 func (a *allocator) peak() uint64 { return a.high.Load() }
+
+// hitCap reports whether a grow was refused for going past the limit. The guest cannot set it
+// without asking for more memory than its cap: Python code cannot grow memory except by
+// allocating.
+func (a *allocator) hitCap() bool { return a.refused.Load() }
 
 // Allocate implements experimental.MemoryAllocator.
 func (a *allocator) Allocate(capacity, max uint64) experimental.LinearMemory {
@@ -50,7 +59,11 @@ type mappedMemory struct {
 }
 
 func (m *mappedMemory) Reallocate(size uint64) []byte {
-	if m.buf == nil || size > uint64(len(m.buf)) {
+	if m.buf == nil {
+		return nil
+	}
+	if size > uint64(len(m.buf)) {
+		m.a.refused.Store(true)
 		return nil
 	}
 	m.a.record(size)
@@ -73,6 +86,7 @@ type sliceMemory struct {
 
 func (m *sliceMemory) Reallocate(size uint64) []byte {
 	if size > m.max {
+		m.a.refused.Store(true)
 		return nil
 	}
 	if size > uint64(cap(m.buf)) {

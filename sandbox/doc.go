@@ -19,12 +19,17 @@
 //     backed by an mmap allocator so an allocation past the cap becomes a clean MemoryError;
 //     and stdout/stderr captured into capped buffers (the program keeps running; the text is
 //     clipped head-and-tail with an omission marker);
-//   - classifying the outcome as ok, error, timeout or oom;
+//   - classifying the outcome as ok, error, timeout or oom, and telling a failed prelude, from
+//     what the host saw itself (its deadline, the allocator's refusals, the phases the run
+//     driver announced once each), never from an exit code the program could choose (run.go);
 //   - the worker pool (pool.go, worker.go, protocol.go): `assistant sandbox-worker` processes
 //     of the same binary, each an Engine in fast mode, started ahead of demand and fed over a
 //     framed protocol on stdin/stdout; a worker whose run overstays its deadline by a grace is
 //     killed and replaced (that is what stops a loop inside C), a crashed one is replaced, and
 //     runs past the workers wait in a bounded queue, past which Run fails with *OverloadError;
+//     a worker that dies during a run gives *WorkerLostError, whose text names no host detail;
+//   - the same admission rule for runs in this process (Limited, limit.go): a fixed number at
+//     once, a bounded FIFO queue, then *OverloadError;
 //   - the community's policy inside the guest, given as plain values in the Request (osa.go,
 //     egress.go, wheels.go): the prelude runs first, top-level await allowed in it and in the
 //     code; overlay wheels mounted read-only at /opt/osa/wheels and imported zipped; the osa
@@ -37,8 +42,7 @@
 //   - turning a Result into the ClientToolResult the model reads, with its deterministic
 //     summary (policy.go, ToolResult).
 //
-// It does not own: concurrency limits for in-process Engine runs (callers bound how many they
-// start), the ClientToolResult's validation (toolresults), HTTP status codes, or config
+// It does not own: the ClientToolResult's validation (toolresults), HTTP status codes, or config
 // loading: callers turn a community's config into a Request (sandbox imports neither config
 // nor runtimelock; the config package declares its own SyntaxChecker interface, and cmd adapts
 // Engine.CheckSyntax to it).

@@ -28,6 +28,9 @@ import (
 // PageSize is the size of one wasm linear-memory page.
 const PageSize = 64 << 10
 
+// wasm32Pages is the most pages a wasm32 memory can have (4 GiB).
+const wasm32Pages = 65536
+
 // minMemoryBytes is the smallest memory cap that lets the interpreter start: python.wasm asks
 // for 20 MiB of initial memory (8 MiB of it stack) and needs a little more to import site.
 const minMemoryBytes = 32 << 20
@@ -93,8 +96,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if pages == 0 {
 		pages = uint32(limits.Runtime.MemoryMB.Default << 20 / PageSize)
 	}
-	if pages > 65536 {
-		return nil, fmt.Errorf("sandbox: memory limit of %d pages is over the wasm32 maximum of 65536", pages)
+	if pages > wasm32Pages {
+		return nil, fmt.Errorf("sandbox: memory limit of %d pages is over the wasm32 maximum of %d", pages, wasm32Pages)
 	}
 	if uint64(pages)*PageSize < minMemoryBytes {
 		return nil, fmt.Errorf("sandbox: memory limit of %d pages is under the %d MiB the interpreter needs", pages, minMemoryBytes>>20)
@@ -154,9 +157,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	} else {
 		e.cache = wazero.NewCompilationCache()
 	}
+	// The cap is enforced by the allocator of each run (engine.run), not by wazero: a grow
+	// that wazero refused itself would never reach the allocator, which must see every refusal
+	// to tell a run that ran out of memory (allocator.hitCap). So wazero allows the whole wasm32
+	// address space, and the allocator never maps more than the cap.
 	e.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(opts.Mode != ModeFast). // fast mode: see withDeadlineHooks
-		WithMemoryLimitPages(pages).
+		WithMemoryLimitPages(wasm32Pages).
 		WithCompilationCache(e.cache))
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
 		_ = e.Close(ctx)
@@ -231,6 +238,7 @@ type outcome struct {
 	err      error  // nil, *sys.ExitError with a non-zero code, or a trap
 	memPeak  uint64 // bytes of linear memory at its largest
 	memLimit uint64
+	memCap   bool // a grow past memLimit was refused (allocator.hitCap)
 }
 
 // run instantiates the module once with in's settings and runs it to completion, or until ctx
@@ -259,7 +267,7 @@ func (e *Engine) run(ctx context.Context, in instance) outcome {
 	if mod != nil {
 		_ = mod.Close(ctx)
 	}
-	o := outcome{err: err, memPeak: alloc.peak(), memLimit: limit}
+	o := outcome{err: err, memPeak: alloc.peak(), memLimit: limit, memCap: alloc.hitCap()}
 	var exit *wsys.ExitError
 	if errors.As(err, &exit) {
 		o.exitCode = exit.ExitCode()

@@ -229,12 +229,12 @@ func TestRun(t *testing.T) {
 		{
 			name: "allocation beyond the limit is oom", status: StatusOOM,
 			req:       Request{Source: "b = bytearray(10**9)", MemoryBytes: 256 << 20},
-			stderrHas: []string{"MemoryError"}, exit: exitOOM,
+			stderrHas: []string{"MemoryError"}, exit: 1,
 		},
 		{
 			name: "growing until the limit is oom", status: StatusOOM, maxElapsed: 10 * time.Second,
 			req:       Request{Source: "x = []\nwhile True: x.append(bytearray(10**6))", MemoryBytes: 128 << 20},
-			stderrHas: []string{"MemoryError"}, exit: exitOOM,
+			stderrHas: []string{"MemoryError"}, exit: 1,
 		},
 	}
 	for _, tc := range tests {

@@ -41,7 +41,10 @@ import (
 //
 // Operations: fetch (url, method, headers, body flag), check (url; no request), save (kind,
 // name; the body is the file), report (the body is "Type: message" of the exception that ended
-// the run; written by the run driver).
+// the run; written by the run driver), phase ("prelude" or "code": the run driver says which
+// part of the run starts; see osaHost.advance). The guest can call report and phase as well as
+// the driver can, so neither decides a verdict on its own: a report is only shown, and a phase
+// only ever moves forward.
 
 // Guest paths of the run's policy.
 const (
@@ -143,8 +146,47 @@ type osaHost struct {
 	egress    *egress
 	ws        workspace
 	exception string
+	phase     phase
 	open      int
 	buffered  atomic.Int64 // request bytes held by open calls
+}
+
+// phase is the part of a run the run driver last announced.
+type phase int
+
+const (
+	phaseSetup   phase = iota // the driver's own setup: nothing of the prelude or program ran
+	phasePrelude              // the community's prelude
+	phaseCode                 // the program
+)
+
+var phaseNames = map[string]phase{"prelude": phasePrelude, "code": phaseCode}
+
+// advance moves the run to the named phase, and reports whether it did. A phase is accepted
+// only after the current one, so each at most once: the driver announces "code" before the
+// program's first line runs, and from then on nothing the program writes can take the run back
+// to its prelude (Run would then blame the prelude for the program's failure).
+func (h *osaHost) advance(name string) bool {
+	next, ok := phaseNames[name]
+	if !ok || next <= h.phase {
+		return false
+	}
+	h.phase = next
+	return true
+}
+
+// phaseNow returns the last phase the driver announced.
+func (h *osaHost) phaseNow() phase {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.phase
+}
+
+// reported returns the exception the driver reported, or "".
+func (h *osaHost) reported() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.exception
 }
 
 // call answers one request.
@@ -157,6 +199,7 @@ func (h *osaHost) call(header, body []byte) []byte {
 		Body    bool        `json:"body"`
 		Kind    string      `json:"kind"`
 		Name    string      `json:"name"`
+		Phase   string      `json:"phase"`
 	}
 	if len(header) > 0 && header[0] == '{' {
 		if err := json.Unmarshal(header, &req); err != nil {
@@ -185,6 +228,11 @@ func (h *osaHost) call(header, body []byte) []byte {
 	case "save":
 		if r := h.ws.save(req.Name, body); r != nil {
 			return answer(map[string]any{"refused": r.Reason, "detail": r.Detail}, nil)
+		}
+		return answer(map[string]any{"ok": true}, nil)
+	case "phase":
+		if !h.advance(req.Phase) {
+			return answer(map[string]any{"error": fmt.Sprintf("phase %q does not follow the run's current phase", req.Phase)}, nil)
 		}
 		return answer(map[string]any{"ok": true}, nil)
 	case "report":

@@ -51,7 +51,7 @@ func TestToolResult(t *testing.T) {
 		{
 			name: "prelude", status: "error",
 			res: with(func(r *Result) {
-				r.Status, r.ExitCode, r.PreludeFailed, r.Exception = StatusError, exitPrelude, true, "NameError: name 'x' is not defined"
+				r.Status, r.ExitCode, r.PreludeFailed, r.Exception = StatusError, 1, true, "NameError: name 'x' is not defined"
 			}),
 			summary: "Ran on the server, in its Python 3.13 (not in the reader's browser). Not run: the community's prelude failed with NameError: name 'x' is not defined. stdout: empty. stderr: empty.",
 		},

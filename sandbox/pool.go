@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -56,8 +55,6 @@ type PoolOptions struct {
 const (
 	defaultGrace        = time.Second
 	defaultStartTimeout = time.Minute
-	defaultQueuePer     = 4 // waiting runs per worker
-	maxRetryAfter       = time.Minute
 	restartBackoffMin   = 100 * time.Millisecond
 	restartBackoffMax   = 10 * time.Second
 )
@@ -65,16 +62,31 @@ const (
 // ErrPoolClosed is returned by Run after Close.
 var ErrPoolClosed = errors.New("sandbox: the worker pool is closed")
 
-// OverloadError is returned by Pool.Run, at once, when every worker is busy and the wait queue
-// is full. Callers answer 503 or 429 with a Retry-After header.
+// OverloadError is returned by Pool.Run and Limited.Run, at once, when every place is taken
+// and the wait queue is full. Callers answer 503 or 429 with a Retry-After header.
 type OverloadError struct {
-	// RetryAfter estimates when a worker will be free, in whole seconds, at least 1 s.
+	// RetryAfter estimates when a place will be free, in whole seconds, at least 1 s.
 	RetryAfter time.Duration
 }
 
 func (e *OverloadError) Error() string {
-	return fmt.Sprintf("sandbox: every Python worker is busy and the wait queue is full; retry in %s", e.RetryAfter)
+	return fmt.Sprintf("sandbox: the server's Python is busy with other runs and its wait queue is full; retry in %s", e.RetryAfter)
 }
+
+// WorkerLostError is returned by Pool.Run when the worker process running the request ended
+// before it answered: killed from outside (the kernel's out-of-memory killer, an operator) or
+// crashed. The program may have partly run (what it printed or saved is lost), so the run must
+// not be described as not run. Its text is meant for readers and the model: it names no
+// process, signal or path; the pool logs those.
+type WorkerLostError struct{}
+
+func (e *WorkerLostError) Error() string {
+	return "the run was stopped: the server's Python worker ended unexpectedly"
+}
+
+// RunStopped reports that the run started and was stopped before it ended (the chat tells the
+// model so, rather than that nothing ran).
+func (e *WorkerLostError) RunStopped() bool { return true }
 
 // PoolStats is a snapshot of a Pool, for health checks and metrics.
 type PoolStats struct {
@@ -95,21 +107,20 @@ type PoolStats struct {
 // Workers are started ahead of demand and replaced when they are killed or crash. Run has
 // Engine.Run's contract. A Pool is safe for concurrent use.
 type Pool struct {
-	opts  PoolOptions
-	log   *slog.Logger
-	queue int
-	done  chan struct{} // closed by Close
-	wg    sync.WaitGroup
-	ids   atomic.Uint64
+	opts PoolOptions
+	log  *slog.Logger
+	lim  *limiter      // admits at most Workers runs at once, and Queue more waiting
+	done chan struct{} // closed by Close
+	wg   sync.WaitGroup
+	ids  atomic.Uint64
 
-	started, killed, crashed, overloaded atomic.Int64
+	started, killed, crashed atomic.Int64
 
 	mu      sync.Mutex
 	closed  bool
 	live    map[*worker]struct{}
 	idle    []*worker      // LIFO: the most recently used worker is the warmest
-	waiters []chan *worker // FIFO; each has room for one worker
-	avgRun  time.Duration  // moving average of run durations, for RetryAfter
+	waiters []chan *worker // admitted runs waiting for a worker (one is being replaced); FIFO
 	helloed bool
 }
 
@@ -137,13 +148,6 @@ func NewPool(ctx context.Context, opts PoolOptions) (*Pool, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.NumCPU()
 	}
-	queue := opts.Queue
-	switch {
-	case queue == 0:
-		queue = defaultQueuePer * opts.Workers
-	case queue < 0:
-		queue = 0
-	}
 	if opts.Grace <= 0 {
 		opts.Grace = defaultGrace
 	}
@@ -161,11 +165,11 @@ func NewPool(ctx context.Context, opts PoolOptions) (*Pool, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pool{
-		opts:  opts,
-		log:   log,
-		queue: queue,
-		done:  make(chan struct{}),
-		live:  make(map[*worker]struct{}),
+		opts: opts,
+		log:  log,
+		lim:  newLimiter(opts.Workers, opts.Queue),
+		done: make(chan struct{}),
+		live: make(map[*worker]struct{}),
 	}
 
 	start := time.Now()
@@ -193,7 +197,7 @@ func NewPool(ctx context.Context, opts PoolOptions) (*Pool, error) {
 		_ = p.Close()
 		return nil, startErr
 	}
-	log.Info("python worker pool ready", "workers", opts.Workers, "queue", queue,
+	log.Info("python worker pool ready", "workers", opts.Workers, "queue", p.lim.queue,
 		"grace", opts.Grace, "duration", time.Since(start).Round(time.Millisecond))
 	return p, nil
 }
@@ -203,7 +207,8 @@ func NewPool(ctx context.Context, opts PoolOptions) (*Pool, error) {
 // limits.Runtime.ExecSeconds.Default) by the pool's grace ends as StatusTimeout: its worker is
 // killed (the output it printed is lost) and replaced. The error is non-nil when ctx ended first
 // (its error), when the queue is full (*OverloadError, at once), when the pool is closed
-// (ErrPoolClosed), or when the worker failed (it crashed, or its engine did).
+// (ErrPoolClosed), when the worker ended during the run (*WorkerLostError), or when the worker
+// failed otherwise (its engine did, or it broke the protocol).
 func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
@@ -211,6 +216,11 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	if req.Timeout <= 0 {
 		req.Timeout = time.Duration(limits.Runtime.ExecSeconds.Default) * time.Second
 	}
+	release, err := p.lim.acquire(ctx, p.done, ErrPoolClosed)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
 	for attempt := 0; ; attempt++ {
 		w, err := p.acquire(ctx)
 		if err != nil {
@@ -232,11 +242,11 @@ func (p *Pool) Stats() PoolStats {
 		Workers:    p.opts.Workers,
 		Live:       len(p.live),
 		Idle:       len(p.idle),
-		Queued:     len(p.waiters),
+		Queued:     p.lim.queued() + len(p.waiters),
 		Started:    p.started.Load(),
 		Killed:     p.killed.Load(),
 		Crashed:    p.crashed.Load(),
-		Overloaded: p.overloaded.Load(),
+		Overloaded: p.lim.overloaded.Load(),
 	}
 }
 
@@ -262,7 +272,9 @@ func (p *Pool) Close() error {
 	return nil
 }
 
-// acquire returns an idle worker, waiting for one (in FIFO order) while the queue has room.
+// acquire returns an idle worker, waiting for one in FIFO order. Only runs the limiter admitted
+// call it, at most one per worker, so they wait only while a worker is being replaced or
+// finishing a cancelled run.
 func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 	p.mu.Lock()
 	if p.closed {
@@ -276,12 +288,6 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 			p.mu.Unlock()
 			return w, nil
 		}
-	}
-	if len(p.waiters) >= p.queue {
-		err := &OverloadError{RetryAfter: p.retryAfterLocked()}
-		p.mu.Unlock()
-		p.overloaded.Add(1)
-		return nil, err
 	}
 	ch := make(chan *worker, 1)
 	p.waiters = append(p.waiters, ch)
@@ -341,7 +347,8 @@ func (p *Pool) runOn(ctx context.Context, w *worker, req Request) (res Result, s
 	if err := writeFrame(w.in, &frame{Type: frameRun, ID: id, Request: &req}); err != nil {
 		// The worker is gone or stuck; a partial frame is never run.
 		w.kill()
-		return Result{}, false, fmt.Errorf("sandbox: sending the run to worker %d: %w", w.pid, err)
+		p.log.Warn("python worker: sending a run failed", "pid", w.pid, "error", err)
+		return Result{}, false, errors.New("sandbox: the run could not be sent to a Python worker")
 	}
 	started := false
 	for {
@@ -352,7 +359,15 @@ func (p *Pool) runOn(ctx context.Context, w *worker, req Request) (res Result, s
 				if p.isClosed() {
 					return Result{}, started, ErrPoolClosed
 				}
-				return Result{}, started, fmt.Errorf("sandbox: worker %d ended during the run (%s)", w.pid, w.why())
+				// The process, its signal and its status are for the server's log only; the
+				// error reaches the model.
+				p.log.Warn("python worker ended during a run", "pid", w.pid, "status", w.why(), "started", started)
+				if !started {
+					// It had not acknowledged the run, so nothing of it ran (Run tries another
+					// worker).
+					return Result{}, false, errors.New("sandbox: the Python worker ended before it started the run")
+				}
+				return Result{}, true, &WorkerLostError{}
 			}
 			if f.ID != id {
 				continue // a late answer to a run its caller gave up on
@@ -361,20 +376,22 @@ func (p *Pool) runOn(ctx context.Context, w *worker, req Request) (res Result, s
 			case f.Type == frameStart && !started:
 				started = true
 			case f.Type == frameResult && f.Result != nil:
-				p.observe(time.Since(start))
 				p.release(w)
 				return *f.Result, true, nil
 			case f.Type == frameError && f.Error == "busy" && !started:
 				// Out of step with us (it is still running something): nothing of this run
 				// ran, so it may go to another worker.
 				w.kill()
-				return Result{}, false, fmt.Errorf("sandbox: worker %d was busy", w.pid)
+				p.log.Warn("python worker was busy with another run; killed", "pid", w.pid)
+				return Result{}, false, errors.New("sandbox: the Python worker was busy")
 			case f.Type == frameError:
 				p.release(w)
-				return Result{}, true, fmt.Errorf("sandbox: worker %d: %s", w.pid, f.Error)
+				p.log.Warn("python worker could not run a request", "pid", w.pid, "error", f.Error)
+				return Result{}, true, fmt.Errorf("sandbox: the Python worker could not run it: %s", f.Error)
 			default:
 				w.kill()
-				return Result{}, true, fmt.Errorf("sandbox: worker %d broke the protocol (a %q frame)", w.pid, f.Type)
+				p.log.Warn("python worker broke the protocol; killed", "pid", w.pid, "frame", f.Type)
+				return Result{}, true, &WorkerLostError{}
 			}
 		case <-kill.C:
 			// The run is stuck where the worker's deadline hooks cannot reach (a loop inside
@@ -382,7 +399,6 @@ func (p *Pool) runOn(ctx context.Context, w *worker, req Request) (res Result, s
 			w.kill()
 			p.killed.Add(1)
 			elapsed := time.Since(start)
-			p.observe(elapsed)
 			p.log.Warn("python worker killed: a run overstayed its deadline", "pid", w.pid,
 				"timeout", req.Timeout, "grace", p.opts.Grace)
 			// What the program printed is lost with the process.
@@ -599,25 +615,6 @@ func (p *Pool) isClosed() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.closed
-}
-
-// observe folds one run's duration into the moving average.
-func (p *Pool) observe(d time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.avgRun == 0 {
-		p.avgRun = d
-		return
-	}
-	p.avgRun = (4*p.avgRun + d) / 5
-}
-
-// retryAfterLocked estimates when a queue place frees: one average run divided among the
-// workers, in whole seconds, between 1 s and a minute.
-func (p *Pool) retryAfterLocked() time.Duration {
-	d := p.avgRun / time.Duration(p.opts.Workers)
-	s := math.Ceil(d.Seconds())
-	return min(max(time.Duration(s)*time.Second, time.Second), maxRetryAfter)
 }
 
 // workerEnvKeys are the variables a worker inherits when PoolOptions.Env is nil.

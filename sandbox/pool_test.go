@@ -106,6 +106,13 @@ func (b *syncBuffer) String() string {
 // newTestPool starts a pool of real workers, closed when the test ends.
 func newTestPool(tb testing.TB, opts PoolOptions) *Pool {
 	tb.Helper()
+	p, _ := newTestPoolLogs(tb, opts)
+	return p
+}
+
+// newTestPoolLogs is newTestPool that also returns what the pool and its workers logged.
+func newTestPoolLogs(tb testing.TB, opts PoolOptions) (*Pool, *syncBuffer) {
+	tb.Helper()
 	bin := workerBinary(tb)
 	e := testEngine(tb)
 	logs := new(syncBuffer)
@@ -126,7 +133,7 @@ func newTestPool(tb testing.TB, opts PoolOptions) *Pool {
 	}
 	tb.Logf("NewPool: %d workers ready in %s", p.Stats().Workers, time.Since(start).Round(time.Millisecond))
 	tb.Cleanup(func() { _ = p.Close() })
-	return p
+	return p, logs
 }
 
 // pids returns the pool's live worker processes.
@@ -345,8 +352,8 @@ func TestPoolReplacesKilledWorker(t *testing.T) {
 	kill()
 	select {
 	case err := <-errc:
-		if err == nil || !strings.Contains(err.Error(), "ended during the run") {
-			t.Fatalf("the killed run: err = %v", err)
+		if !errors.As(err, new(*WorkerLostError)) {
+			t.Fatalf("the killed run: err = %v, want *WorkerLostError", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the run of a killed worker did not return")
@@ -355,6 +362,48 @@ func TestPoolReplacesKilledWorker(t *testing.T) {
 	if s := p.Stats(); s.Crashed != 2 || s.Started != 3 || s.Live != 1 {
 		t.Errorf("stats %+v: want 2 crashed, 3 started, 1 live", s)
 	}
+}
+
+// TestPoolWorkerLostMidRun: a worker killed while it runs a program gives *WorkerLostError,
+// whose text says the run was stopped and names no process or signal; the server log has the
+// process id.
+func TestPoolWorkerLostMidRun(t *testing.T) {
+	p, logs := newTestPoolLogs(t, PoolOptions{Workers: 1})
+	url, arrived, _ := blockingServer(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Run(context.Background(), waitingRequest(url))
+		errc <- err
+	}()
+	<-arrived // the program is running: it waits in its fetch
+	pids := p.pids()
+	if len(pids) != 1 {
+		t.Fatalf("live workers %v, want 1", pids)
+	}
+	proc, err := os.FindProcess(pids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil { // SIGKILL, as the kernel's OOM killer would
+		t.Fatal(err)
+	}
+	err = <-errc
+	var lost *WorkerLostError
+	if !errors.As(err, &lost) {
+		t.Fatalf("the killed run: err = %v (%T), want *WorkerLostError", err, err)
+	}
+	text := err.Error()
+	if !strings.Contains(text, "the run was stopped") {
+		t.Errorf("error %q does not say the run was stopped", text)
+	}
+	if strings.ContainsAny(text, "0123456789") || strings.Contains(strings.ToLower(text), "signal") ||
+		strings.Contains(text, "killed") || strings.Contains(text, "/") {
+		t.Errorf("error %q names host details (worker %d)", text, pids[0])
+	}
+	want := fmt.Sprintf("pid=%d", pids[0])
+	waitFor(t, "the pool to log the lost worker", 10*time.Second, func() bool {
+		return strings.Contains(logs.String(), "python worker ended during a run") && strings.Contains(logs.String(), want)
+	})
 }
 
 func TestPoolQueueAndOverload(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	wsys "github.com/tetratelabs/wazero/sys"
@@ -19,12 +20,12 @@ const (
 	// StatusOK: the program finished with exit code 0.
 	StatusOK Status = "ok"
 	// StatusError: the program exited non-zero (an uncaught exception, sys.exit(n)) or
-	// crashed the interpreter.
+	// crashed the interpreter, or the run ended before the program ran (PreludeFailed).
 	StatusError Status = "error"
 	// StatusTimeout: the deadline passed and the program was stopped.
 	StatusTimeout Status = "timeout"
-	// StatusOOM: the program ran out of memory (an uncaught MemoryError, or a crash with its
-	// memory at the cap).
+	// StatusOOM: the program ran out of memory: it failed (an uncaught MemoryError, or a
+	// crash) after the host refused to grow its memory past the cap.
 	StatusOOM Status = "oom"
 )
 
@@ -79,7 +80,9 @@ type Request struct {
 // Result is how a run ended and what it printed.
 type Result struct {
 	Status Status
-	// ExitCode is the interpreter's exit code (0 for ok; meaningless for timeout).
+	// ExitCode is the interpreter's exit code (0 for ok, 1 for an uncaught exception;
+	// meaningless for timeout). It is the program's to choose, so it is reported, never read
+	// as a verdict: sys.exit(109) is an error with exit code 109.
 	ExitCode int
 	// Stdout and Stderr are the captured text, clipped to the request's caps keeping the first
 	// 3/5 and the end around a "\n... N characters omitted ...\n" marker.
@@ -101,7 +104,8 @@ type Result struct {
 	Python  string
 	// Exception is "Type: message" of the uncaught exception that ended the run, or "".
 	Exception string
-	// PreludeFailed: the prelude raised, so Source did not run (Status is error).
+	// PreludeFailed: the run ended during the prelude (it raised or exited), so Source did not
+	// run. Status is error, or oom when the prelude ran out of memory.
 	PreludeFailed bool
 	// Artifacts names the files the run saved with osa.save_script and osa.save_artifact,
 	// sorted, and Files holds their bytes by name (nil when none). They are kept whatever the
@@ -110,11 +114,23 @@ type Result struct {
 	Files     map[string][]byte
 }
 
-// exitOOM is the exit code the run driver uses for an uncaught MemoryError.
-const exitOOM = 0x6d
-
-// exitPrelude is the exit code the run driver uses when the prelude raised.
-const exitPrelude = 0x70
+// How a run's verdict is reached. The program runs in the same interpreter as the run driver,
+// so anything the driver can say from Python the program can say too: an exit code, a line on
+// stderr, a request to /dev/osa. Run therefore takes the verdicts that matter from what the
+// host saw itself, never from a value the guest chose, and the exit code is only data:
+//
+//   - Out of memory: the run failed and the allocator refused a grow past the run's cap
+//     (allocator.hitCap), unless it ended with an exception other than MemoryError. Python code
+//     can set that record only by really asking for more memory than the cap; sys.exit(109) or
+//     any other exit code sets nothing.
+//   - The prelude failed: the run ended while the host's phase was still the prelude's. The
+//     driver tells the host through /dev/osa when the prelude starts and when the program starts
+//     (osaHost.advance), before the program's first line runs, and the host accepts each phase
+//     once and only forward; so once the program runs the phase is the program's for good, and
+//     nothing it writes to the device can move it back. The driver runs the program only after
+//     the host accepted its phase.
+//
+// Timeouts are the host's own context, and crashes (traps) are wazero's.
 
 // runDriver runs the community's prelude and then the program, both read from stdin (see
 // driverInput), in one fresh __main__ module, so a traceback shows only the program's frames
@@ -123,10 +139,11 @@ const exitPrelude = 0x70
 // asyncio event loop only if asyncio is imported (importing it costs more than most runs).
 // Before the prelude it puts /opt/osa/python (the osa module) and every overlay wheel on
 // sys.path, patches asyncio on import to work without socketpair, and installs a last finder
-// whose ImportError names what is available. The prelude's own output is discarded; if it
-// raises, the program does not run and the exit code is exitPrelude. An uncaught MemoryError
-// is told apart from other failures by its exit code; the exception that ended the run is
-// reported to the host through /dev/osa (Result.Exception). SystemExit passes through.
+// whose ImportError names what is available. It announces each phase to the host (_phase)
+// before running it, and does not run a phase the host did not accept. The prelude's own output
+// is discarded; if it raises, the program does not run. An uncaught exception exits 1; the
+// exception that ended the run is reported to the host through /dev/osa (Result.Exception).
+// SystemExit passes through.
 const runDriver = `import sys
 _driver_globals = globals()
 _loop = None
@@ -284,7 +301,19 @@ def _fail(e, main, sources, filename):
             os.close(fd)
     except BaseException:
         pass
-    return 0x6d if isinstance(e, MemoryError) else 1
+    return 1
+def _phase(name):
+    # Tells the host that the named phase starts now; False when it did not accept it.
+    try:
+        import os
+        fd = os.open("/dev/osa/call", os.O_RDWR)
+        try:
+            os.write(fd, b'{"op":"phase","phase":"' + name + b'"}\n')
+            return os.read(fd, 4096).startswith(b'{"ok":true}')
+        finally:
+            os.close(fd)
+    except Exception:
+        return False
 def _run():
     data = sys.stdin.buffer.read()
     n, _, data = data.partition(b"\n")
@@ -309,6 +338,9 @@ def _run():
     sys.argv[:] = ["<code>"]
     sources = {"<prelude>": prelude, "<code>": src}
     if prelude:
+        if not _phase(b"prelude"):
+            sys.stderr.write("[runtime] the code could not be run: the runtime could not start the prelude.\n")
+            return 1
         import io
         out, err = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = io.StringIO()
@@ -317,10 +349,14 @@ def _run():
         except BaseException as e:
             sys.stdout, sys.stderr = out, err
             sys.stderr.write("[runtime] the code could not be run: the community's prelude failed.\n")
-            code = _fail(e, main, sources, "<prelude>")
-            return code if code == 0x6d else 0x70
+            return _fail(e, main, sources, "<prelude>")
         finally:
             sys.stdout, sys.stderr = out, err
+    if not _phase(b"code"):
+        # Still the prelude's phase, when there is one, so the host counts this as its failure:
+        # the prelude left the device unusable (every call slot open).
+        sys.stderr.write("[runtime] the code could not be run: " + ("the community's prelude failed.\n" if prelude else "the runtime could not start it.\n"))
+        return 1
     try:
         _exec(src, "<code>", main.__dict__)
     except SystemExit:
@@ -374,41 +410,54 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err // the caller's deadline or cancellation, not the program's
 	}
 
+	// The verdict comes from the host's own records (see "How a run's verdict is reached"):
+	// the deadline, the allocator's refusals, the phase the driver reached. The exit code is
+	// only reported.
+	phase := policy.host.phaseNow()
 	var exit *wsys.ExitError
 	switch {
-	case o.err == nil:
+	case o.err == nil && phase == phaseCode:
 		res.Status = StatusOK
+	case o.err == nil:
+		res.Status = StatusError // the interpreter exited 0 before the program ran
 	case errors.Is(o.err, context.DeadlineExceeded):
 		res.Status = StatusTimeout
 		res.ExitCode = 0
-	case errors.As(o.err, &exit) && exit.ExitCode() == exitOOM:
-		res.Status = StatusOOM
-	case errors.As(o.err, &exit) && exit.ExitCode() == exitPrelude:
-		res.Status = StatusError
-		res.PreludeFailed = true
 	case errors.As(o.err, &exit):
 		res.Status = StatusError
+		if o.memCap && memoryError(policy.host.reported()) {
+			res.Status = StatusOOM
+		}
 	default:
 		// A trap: the interpreter crashed (a C stack overflow, or an allocation failure it
 		// could not turn into MemoryError). Say so after whatever it printed.
 		res.Status = StatusError
-		if o.memPeak+oomMargin >= o.memLimit {
+		if o.memCap || o.memPeak+oomMargin >= o.memLimit {
 			res.Status = StatusOOM
 		}
 		crash := firstLines("", o.err)
 		e.log.Warn("python runtime crashed", "status", res.Status, "error", crash)
 		fmt.Fprintf(stderr, "\n[runtime] the Python runtime crashed: %s\n", crash)
 	}
+	res.PreludeFailed = phase == phasePrelude && res.Status != StatusTimeout
 	res.Stdout, res.StdoutTruncated = stdout.String(), stdout.Truncated()
 	res.Stderr, res.StderrTruncated = stderr.String(), stderr.Truncated()
 	res.StdoutTotal, res.StderrTotal = stdout.chars, stderr.chars
-	res.Exception = policy.host.exception
+	res.Exception = policy.host.reported()
 	res.Artifacts, res.Files = policy.host.files()
 	return res, nil
 }
 
 // oomMargin: a trap with the memory this close to its cap counts as running out of memory.
 const oomMargin = 4 << 20
+
+// memoryError reports whether exc, the exception the driver reported, is consistent with a
+// run that ran out of memory: a MemoryError, or nothing (the report itself may have failed for
+// want of memory, or the program exited after catching one). It only narrows the allocator's
+// record: a program that caught a MemoryError and then failed otherwise is an error.
+func memoryError(exc string) bool {
+	return exc == "" || exc == "MemoryError" || strings.HasPrefix(exc, "MemoryError:")
+}
 
 func orDefault(v, def int) int {
 	if v <= 0 {

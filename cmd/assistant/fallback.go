@@ -46,7 +46,10 @@ func anyFallback(set *config.Set) bool {
 // startRunner starts what runs server-side code: a pool of sandbox-worker processes (fast
 // mode, killed and replaced when a run overstays its deadline), or, with workers = 0, the
 // engine in this process (strict mode; no extra processes, for small deployments and tests).
-// It returns a nil runner when no community asks for server_fallback or there is no engine.
+// Either way runs are admitted alike: a fixed number at once (the workers, or one per CPU this
+// process may use), --sandbox-queue more waiting, and past that a *sandbox.OverloadError at
+// once. It returns a nil runner when no community asks for server_fallback or there is no
+// engine.
 func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set *config.Set, log *slog.Logger) (*toolRunner, func(), error) {
 	if !anyFallback(set) {
 		return nil, func() {}, nil
@@ -56,7 +59,11 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		return nil, func() {}, nil
 	}
 	if s.sandboxWorkers == 0 {
-		return &toolRunner{run: eng.Run, allowLoopback: s.sandboxLoopback}, func() {}, nil
+		// Every in-process run holds up to its memory cap and a CPU: unbounded, enough
+		// concurrent chats would take the server down with them.
+		lim := sandbox.NewLimited(eng, sandbox.LimitedOptions{Queue: s.sandboxQueue})
+		log.Info("python runs in this process", slog.Int("concurrency", lim.Concurrency()))
+		return &toolRunner{run: lim.Run, allowLoopback: s.sandboxLoopback}, func() {}, nil
 	}
 	bin := s.workerBinary
 	if bin == "" {
