@@ -150,11 +150,11 @@ func (e *Engine) Chat(ctx context.Context, t Turn, message string, sink Sink) er
 		return ErrSessionFull
 	}
 	// A parked call the reader never answered is closed, so every tool call in the history
-	// keeps its result.
-	if call, ok, err := e.Store.Abandon(ctx, c, id); err != nil {
+	// keeps its result. Every write to the history happens under the turn lock.
+	if call, ok, err := e.Store.Parked(ctx, c, id); err != nil {
 		return err
 	} else if ok {
-		if err := e.closeCall(ctx, c, id, call, msgMovedOn); err != nil {
+		if _, err := e.closeCall(ctx, c, id, call, msgMovedOn); err != nil {
 			return err
 		}
 	}
@@ -181,33 +181,42 @@ func (e *Engine) Resume(ctx context.Context, t Turn, res *toolresults.Result, si
 	} else if err != nil {
 		return err
 	}
-	// The claim comes first: it is what makes a result count at most once, so of two
-	// concurrent resumes of one call exactly one gets past it.
-	call, err := e.Store.Claim(ctx, c, id, res.CallID)
-	if errors.Is(err, store.ErrNoParkedCall) {
-		if call.CallID != "" { // it expired: close it so the history stays valid
-			if err := e.closeCall(ctx, c, id, call, msgNotInTime); err != nil {
-				e.log().Error("closing an expired call", slog.Any("error", err))
-			}
-		}
-		return ErrNoOutstandingCall
-	}
-	if err != nil {
-		return err
-	}
-	stored := toolResultMessage(call, []Block{{Type: BlockText, Text: res.StoredText()}}, res.IsError())
-	if _, err := e.appendMsgs(ctx, c, id, stored); err != nil {
-		return err
-	}
-	unlock, err := e.Store.Lock(ctx, c, id, turnLockTTL)
+	// The turn lock comes first, so the result is written under it like every other write to
+	// the history: a /chat racing this resume either closes the call before the result (which
+	// then finds nothing to claim) or appends its message after it.
+	unlock, err := e.lockForResume(ctx, c, id, res.CallID)
 	if errors.Is(err, store.ErrBusy) {
-		// The result is kept in the history; the reply cannot continue while another turn runs.
+		// The call stays parked; the reader can send the result again.
 		return openWithError(sink, id, msgBusy)
 	}
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	call, ok, err := e.Store.Parked(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if !ok || call.CallID != res.CallID {
+		return ErrNoOutstandingCall
+	}
+	// The claim is what makes a result count at most once: of concurrent resumes of one call
+	// exactly one gets past it, and its result is appended in the same step.
+	answer, err := marshalMsg(toolResultMessage(call, []Block{{Type: BlockText, Text: res.StoredText()}}, res.IsError()))
+	if err != nil {
+		return err
+	}
+	late, err := marshalMsg(toolResultMessage(call, []Block{{Type: BlockText, Text: msgNotInTime}}, true))
+	if err != nil {
+		return err
+	}
+	call, err = e.Store.Claim(ctx, c, id, res.CallID, answer, late)
+	if errors.Is(err, store.ErrNoParkedCall) {
+		return ErrNoOutstandingCall // too late (closed as such) or claimed by another resume
+	}
+	if err != nil {
+		return err
+	}
 	if err := openSession(sink, id); err != nil {
 		return err
 	}
@@ -240,16 +249,64 @@ func toolResultMessage(call store.ParkedCall, content []Block, isError bool) Mes
 	return m
 }
 
-// closeCall records that a parked call will never be answered.
-func (e *Engine) closeCall(ctx context.Context, c, id string, call store.ParkedCall, why string) error {
-	_, err := e.appendMsgs(ctx, c, id, toolResultMessage(call, []Block{{Type: BlockText, Text: why}}, true))
-	return err
+// closeCall removes a parked call and records, in the same step, that it will never be
+// answered; it reports whether the call was still parked.
+func (e *Engine) closeCall(ctx context.Context, c, id string, call store.ParkedCall, why string) (bool, error) {
+	closing, err := marshalMsg(toolResultMessage(call, []Block{{Type: BlockText, Text: why}}, true))
+	if err != nil {
+		return false, err
+	}
+	return e.Store.Abandon(ctx, c, id, call.CallID, closing)
+}
+
+// resumeWait bounds how long a resume waits for the turn that parked its call to let go of
+// the session (it sends tool_request just before it does), polling every resumePoll.
+const (
+	resumeWait = 3 * time.Second
+	resumePoll = 25 * time.Millisecond
+)
+
+// lockForResume takes the session's turn lock for a resume of callID. While another turn holds
+// it, it waits only as long as the call is still parked: once it is gone (claimed by a
+// concurrent resume, or closed by a new message) the resume is answered ErrNoOutstandingCall at
+// once. It returns store.ErrBusy when the lock stays taken past resumeWait.
+func (e *Engine) lockForResume(ctx context.Context, c, id, callID string) (func(), error) {
+	deadline := time.Now().Add(resumeWait)
+	for {
+		unlock, err := e.Store.Lock(ctx, c, id, turnLockTTL)
+		if !errors.Is(err, store.ErrBusy) {
+			return unlock, err
+		}
+		call, ok, err := e.Store.Parked(ctx, c, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || call.CallID != callID {
+			return nil, ErrNoOutstandingCall
+		}
+		if time.Now().After(deadline) {
+			return nil, store.ErrBusy
+		}
+		select {
+		case <-time.After(resumePoll):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func marshalMsg(m Message) (json.RawMessage, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encoding a message: %w", err)
+	}
+	return b, nil
 }
 
 func (e *Engine) appendMsgs(ctx context.Context, c, id string, msgs ...Message) (int, error) {
 	raw := make([]json.RawMessage, len(msgs))
 	for i, m := range msgs {
-		b, err := json.Marshal(m)
+		b, err := marshalMsg(m)
 		if err != nil {
 			return 0, err
 		}
@@ -461,18 +518,21 @@ func (e *Engine) park(ctx context.Context, t Turn, id string, route Route, assis
 		}
 		call.Carry = b
 	}
-	if _, err := e.appendMsgs(ctx, c, id, assistant); err != nil {
+	// A different call still parked is replaced; it is closed before the new tool_use is
+	// written, so each tool_use is followed by its own result.
+	if old, ok, err := e.Store.Parked(ctx, c, id); err == nil && ok {
+		if _, err := e.closeCall(ctx, c, id, old, msgReplaced); err != nil {
+			return sendError(sink, msgParkFailed, t.RequestID)
+		}
+	}
+	msg, err := marshalMsg(assistant)
+	if err != nil {
 		return sendError(sink, msgParkFailed, t.RequestID)
 	}
-	// A different call still parked is replaced; close it first so its tool_use keeps a result.
-	if old, ok, err := e.Store.Abandon(ctx, c, id); err == nil && ok {
-		_ = e.closeCall(ctx, c, id, old, msgReplaced)
-	}
-	if err := e.Store.Park(ctx, c, id, call); err != nil {
-		// The assistant message is stored; close its call so the history stays valid.
-		if cerr := e.closeCall(context.WithoutCancel(ctx), c, id, call, msgParkFailed); cerr != nil {
-			e.log().Error("closing a call that could not be parked", slog.Any("error", cerr))
-		}
+	// The assistant message and the parked call are written in one step: if it fails, neither
+	// or both are there (a lost reply), and in the second case the next message closes the call.
+	if err := e.Store.Park(ctx, c, id, call, msg); err != nil {
+		e.log().Warn("parking a browser call failed", slog.String("community", c), slog.Any("error", err))
 		return sendError(sink, msgParkFailed, t.RequestID)
 	}
 	var args any
@@ -481,6 +541,14 @@ func (e *Engine) park(ctx context.Context, t Turn, id string, route Route, assis
 		"args": args, "requires_permission": call.RequiresPermission, "content": reply, "citations": []any{},
 		"usage": replyUsage(usage, cost), "model": route.Model})
 }
+
+// msgFilesNotKept ends a server run's stderr when its saved files did not fit in the server's
+// storage for run files.
+const msgFilesNotKept = "osa: the files this run saved were not kept: workspace_full (the server's storage for run files is full)\n"
+
+// msgRunStopped is what the model reads when a server run was stopped part way (its worker
+// process ended): unlike msgServerBusy it must not say that nothing ran.
+const msgRunStopped = "The server's Python stopped this run: its worker process ended unexpectedly. The code may have partly run; nothing it printed or saved was kept. Do not assume it ran to the end."
 
 // msgServerBusy is what the model reads when the server's Python cannot take the run.
 const msgServerBusy = "The server's Python could not run this code: %s. Nothing was run."
@@ -506,13 +574,27 @@ func (e *Engine) runOnServer(ctx context.Context, t Turn, id string, call Call, 
 		}
 		e.log().Warn("server-side run failed", slog.String("community", t.Community.ID), slog.Any("error", err))
 		text := fmt.Sprintf(msgServerBusy, err)
+		var stopped interface{ RunStopped() bool }
+		if errors.As(err, &stopped) && stopped.RunStopped() {
+			text = msgRunStopped
+		}
 		if err := sink.Send(map[string]any{"event": "tool_end", "name": call.Name, "output": text, "call_id": call.ID}); err != nil {
 			return Block{}, err
 		}
 		return errorResult(call.ID, text), nil
 	}
 	if len(files) > 0 {
-		if err := e.Store.PutArtifacts(ctx, t.Community.ID, id, call.ID, files); err != nil {
+		err := e.Store.PutArtifacts(ctx, t.Community.ID, id, call.ID, files)
+		switch {
+		case errors.Is(err, store.ErrArtifactBudget):
+			// As the browser does when its workspace is full: the run stands, its files are not
+			// kept, and its stderr says so.
+			if res.Stderr != "" && !strings.HasSuffix(res.Stderr, "\n") {
+				res.Stderr += "\n"
+			}
+			res.Stderr += msgFilesNotKept
+			res.Artifacts = nil
+		case err != nil:
 			e.log().Error("keeping a run's files failed", slog.String("community", t.Community.ID), slog.Any("error", err))
 		}
 	}
@@ -638,7 +720,7 @@ func bindTools(t Turn, canRunOnServer bool) boundTools {
 			continue
 		}
 		python = python || declared
-		out.list = append(out.list, Tool{Name: ct.Name, Description: ct.Description, Schema: pythonSchema})
+		out.list = append(out.list, Tool{Name: ct.Name, Description: ct.Description, Schema: pythonSchema, RunsOnServer: !declared})
 		out.byName[ct.Name] = boundTool{requiresPermission: ct.RequiresPermission, server: !declared, check: checkPythonArgs}
 	}
 	if python && slices.Contains(t.Declared, fullOutputTool) {

@@ -56,6 +56,9 @@ type Tool struct {
 	Description string
 	// Schema is the JSON Schema of the tool's input (an object schema).
 	Schema json.RawMessage
+	// RunsOnServer: the server runs this tool itself rather than the reader's browser. It is
+	// not sent to providers; the scripted model uses it to say where the code will run.
+	RunsOnServer bool
 }
 
 // Request is one call to a model.

@@ -14,7 +14,9 @@ import (
 // fresh checkout gives a working chat. It is a model of the protocol, not of language:
 //
 //   - when the newest user message holds a fenced ```python block and execute_code is bound,
-//     it calls execute_code with exactly that code;
+//     it calls execute_code with exactly that code; the block may stand on one line (the OSA
+//     widget's input is a single line, so a pasted block arrives with its newlines turned into
+//     spaces), and then the code is what stands between the fences;
 //   - when the newest message is a tool result, it answers with text quoting the result's
 //     status and stdout;
 //   - otherwise it says what it is and how to configure a real model.
@@ -28,7 +30,8 @@ const ScriptedIntro = "I am the offline demo model of this assistant, so I canno
 	"To talk to a real model, set ANTHROPIC_API_KEY (or OPENAI_API_KEY or OPENROUTER_API_KEY) where the server runs, " +
 	"or send your own key in the X-Anthropic-API-Key or X-OpenRouter-Key header."
 
-var pythonBlockRE = regexp.MustCompile("(?s)```python[ \\t]*\\r?\\n(.*?)```")
+// pythonBlockRE matches a fenced python block, on several lines or on one.
+var pythonBlockRE = regexp.MustCompile("(?s)```python([ \\t]*\\r?\\n|[ \\t]+)(.*?)```")
 
 // ImagesAllowed is false: the scripted model reads only text.
 func (Scripted) ImagesAllowed() bool { return false }
@@ -47,10 +50,17 @@ func (Scripted) Stream(ctx context.Context, req Request, emit func(Event) error)
 	}
 	text := textOf(last)
 	if m := pythonBlockRE.FindStringSubmatch(text); m != nil && hasTool(req.Tools, "execute_code") {
-		code := m[1]
+		code := m[2]
+		if !strings.Contains(m[1], "\n") { // one line: the fences' spaces are not code
+			code = strings.TrimSpace(code)
+		}
 		input, _ := json.Marshal(map[string]string{"code": code, "description": "Run the Python code from your message."})
 		sum := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s", len(req.Messages), code))
-		if err := emit(Event{Kind: TextDelta, Text: "I will run your code in your browser."}); err != nil {
+		where := "in your browser"
+		if tool(req.Tools, "execute_code").RunsOnServer {
+			where = "on the server"
+		}
+		if err := emit(Event{Kind: TextDelta, Text: "I will run your code " + where + "."}); err != nil {
 			return err
 		}
 		if err := emit(Event{Kind: ToolCall, Call: &Call{ID: "toolu_scripted_" + hex.EncodeToString(sum[:12]), Name: "execute_code", Input: input}}); err != nil {
@@ -68,6 +78,15 @@ func hasTool(tools []Tool, name string) bool {
 		}
 	}
 	return false
+}
+
+func tool(tools []Tool, name string) Tool {
+	for _, t := range tools {
+		if t.Name == name {
+			return t
+		}
+	}
+	return Tool{}
 }
 
 func textOf(m Message) string {

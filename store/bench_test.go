@@ -8,12 +8,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // benchStores runs bench against Memory and, when ASSISTANT_TEST_REDIS_ADDR is set, Redis
 // (with the server's clock, as in production).
 func benchStores(b *testing.B, bench func(b *testing.B, s Store)) {
-	b.Run("memory", func(b *testing.B) { bench(b, NewMemory(DefaultLimits(), nil)) })
+	b.Run("memory", func(b *testing.B) { bench(b, NewMemory(DefaultLimits(), nil, nil)) })
 	b.Run("redis", func(b *testing.B) {
 		if os.Getenv("ASSISTANT_TEST_REDIS_ADDR") == "" {
 			b.Skip("ASSISTANT_TEST_REDIS_ADDR is not set")
@@ -35,7 +36,7 @@ func BenchmarkClaim(b *testing.B) {
 				if err := s.Park(ctx, "hed", "bench", c); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.Claim(ctx, "hed", "bench", "c"); err != nil {
+				if _, err := s.Claim(ctx, "hed", "bench", "c", nil, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -54,7 +55,7 @@ func BenchmarkClaim(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					if _, err := s.Claim(ctx, "hed", id, "c"); err != nil {
+					if _, err := s.Claim(ctx, "hed", id, "c", nil, nil); err != nil {
 						b.Error(err)
 						return
 					}
@@ -87,4 +88,37 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkEnsureAtCap measures creating a session in the in-memory store when the community
+// is at its cap of 1,000 (every new session evicts one, 50 of them locked and skipped) beside
+// creating one below the cap.
+func BenchmarkEnsureAtCap(b *testing.B) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		cap  int
+	}{{"baseline=below-cap", 1 << 30}, {"at-cap-1000", 1000}} {
+		b.Run(tc.name, func(b *testing.B) {
+			l := DefaultLimits()
+			l.MaxSessionsPerCommunity = tc.cap
+			m := NewMemory(l, nil, nil)
+			for i := range 1000 {
+				id := fmt.Sprint("s", i)
+				mustEnsure(b, m, "hed", id)
+				if i < 50 {
+					if _, err := m.Lock(ctx, "hed", id, time.Hour); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			i := 0
+			for b.Loop() {
+				i++
+				if _, _, err := m.EnsureSession(ctx, "hed", fmt.Sprint("n", i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -2,9 +2,12 @@ package store
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -17,25 +20,37 @@ const pruneEvery = time.Minute
 // Memory is the in-process Store: one process, nothing survives a restart.
 //
 // Sessions are capped per community (Limits.MaxSessionsPerCommunity). Creating a session at the
-// cap evicts the least recently active session that has no live parked call; only when every
-// session holds one does the least recently active of all go. Memory stays bounded: expired
-// sessions, released or expired locks, ended rate-limit windows and old cost totals are swept
-// at most every minute of the store's clock, and dropped on access in between.
+// cap evicts one: never a session whose turn lock is held (its turn is still writing to it),
+// and of the others the least recently active one without a live parked call, else the one
+// whose call was parked longest ago. Each community keeps its sessions in two queues (idle by
+// activity, parked by park time), so an eviction costs O(1) plus the locked sessions it skips,
+// of which there are at most as many as turns in flight. When every session is locked,
+// EnsureSession fails with ErrFull. Every eviction is logged.
+//
+// Kept run files are bounded for the whole process (Limits.ArtifactBytes): the oldest runs'
+// files, of any session, go first.
+//
+// Memory stays bounded: expired sessions, released or expired locks, ended rate-limit windows
+// and old cost totals are swept at most every minute of the store's clock, and dropped on
+// access in between.
 //
 // All times come from the clock given to NewMemory, at millisecond precision in UTC, the same
 // precision the Redis store keeps.
 type Memory struct {
 	limits Limits
 	now    func() time.Time
+	log    *slog.Logger
 
 	mu          sync.Mutex
 	communities map[string]*memCommunity
 	locks       map[sessionKey]memLock
 	windows     map[windowKey]*memWindow
 	costs       map[costKey]memCost
-	seq         uint64 // activity counter: orders sessions by recency when times are equal
 	lockSeq     uint64
 	nextPrune   int64 // unix ms
+	// runs holds every kept run's files, oldest first; runBytes is their total.
+	runs     list.List // of *memRun
+	runBytes int64
 }
 
 type sessionKey struct{ community, id string }
@@ -49,20 +64,33 @@ type costKey struct{ community, period string }
 
 type memCommunity struct {
 	sessions map[string]*memSession
+	// idle holds the sessions without a parked call, least recently active first; parked the
+	// others, the longest parked first. A session is in exactly one of them.
+	idle, parked list.List // of *memSession
 }
 
 type memSession struct {
+	id              string
 	created, active int64 // unix ms
-	seq             uint64
 	history         []json.RawMessage
 	park            *memPark
-	artifacts       map[string]map[string][]byte // call id → path → bytes
-	artifactOrder   []string                     // call ids, oldest first
+	q               *list.List    // idle or parked of its community
+	elem            *list.Element // in q
+	runs            []*memRun     // oldest first, at most MaxArtifactRuns
 }
 
 type memPark struct {
 	call ParkedCall // CreatedAt == at
 	at   int64      // unix ms
+}
+
+// memRun is one server-side run's kept files.
+type memRun struct {
+	callID string
+	files  map[string][]byte
+	bytes  int64
+	owner  *memSession
+	elem   *list.Element // in Memory.runs
 }
 
 type memLock struct {
@@ -81,14 +109,19 @@ type memCost struct {
 }
 
 // NewMemory returns an empty in-process store. A zero or negative field of limits takes its
-// DefaultLimits value; now is the clock (time.Now when nil).
-func NewMemory(limits Limits, now func() time.Time) *Memory {
+// DefaultLimits value; now is the clock (time.Now when nil); log receives evictions (nil
+// discards them).
+func NewMemory(limits Limits, now func() time.Time, log *slog.Logger) *Memory {
 	if now == nil {
 		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	return &Memory{
 		limits:      limits.withDefaults(),
 		now:         now,
+		log:         log,
 		communities: make(map[string]*memCommunity),
 		locks:       make(map[sessionKey]memLock),
 		windows:     make(map[windowKey]*memWindow),
@@ -114,11 +147,8 @@ func (m *Memory) prune(now int64) {
 	for c, com := range m.communities {
 		for id, s := range com.sessions {
 			if !m.alive(s, now) {
-				delete(com.sessions, id)
+				m.remove(c, id)
 			}
-		}
-		if len(com.sessions) == 0 {
-			delete(m.communities, c)
 		}
 	}
 	for k, l := range m.locks {
@@ -163,10 +193,19 @@ func (m *Memory) lookup(community, id string, now int64) *memSession {
 	return s
 }
 
+// remove drops a session with its queue entry and its kept files. The caller holds m.mu.
 func (m *Memory) remove(community, id string) {
 	com := m.communities[community]
 	if com == nil {
 		return
+	}
+	s := com.sessions[id]
+	if s == nil {
+		return
+	}
+	s.q.Remove(s.elem)
+	for _, r := range slices.Clone(s.runs) {
+		m.dropRun(r)
 	}
 	delete(com.sessions, id)
 	if len(com.sessions) == 0 {
@@ -174,10 +213,33 @@ func (m *Memory) remove(community, id string) {
 	}
 }
 
-func (m *Memory) touch(s *memSession, now int64) {
-	m.seq++
-	s.seq = m.seq
+// touch stamps activity: an idle session moves to the back of its queue. The caller holds
+// m.mu.
+func (m *Memory) touch(com *memCommunity, s *memSession, now int64) {
 	s.active = now
+	if s.q == &com.idle {
+		com.idle.MoveToBack(s.elem)
+	}
+}
+
+// enqueue moves s to the back of q.
+func enqueue(s *memSession, q *list.List) {
+	if s.q != nil {
+		s.q.Remove(s.elem)
+	}
+	s.q = q
+	s.elem = q.PushBack(s)
+}
+
+// setPark parks (p != nil) or unparks a session, moving it between its community's queues.
+func setPark(com *memCommunity, s *memSession, p *memPark) {
+	s.park = p
+	switch {
+	case p != nil:
+		enqueue(s, &com.parked)
+	case s.q == &com.parked:
+		enqueue(s, &com.idle)
+	}
 }
 
 func (s *memSession) meta(community, id string) Session {
@@ -222,43 +284,61 @@ func (m *Memory) EnsureSession(ctx context.Context, community, id string) (Sessi
 		m.communities[community] = com
 	}
 	for len(com.sessions) >= m.limits.MaxSessionsPerCommunity {
-		m.evict(com, now)
+		if !m.evict(community, com, now) {
+			m.log.LogAttrs(ctx, slog.LevelWarn, "session store full: every session of the community is in a turn",
+				slog.String("community", community), slog.Int("sessions", len(com.sessions)))
+			return Session{}, false, ErrFull
+		}
 	}
-	s := &memSession{created: now}
-	m.touch(s, now)
+	s := &memSession{id: id, created: now, active: now}
+	enqueue(s, &com.idle)
 	com.sessions[id] = s
 	return s.meta(community, id), true, nil
 }
 
-// evict removes one session of com: an expired one if any, else the least recently active
-// one without a live parked call, else the least recently active one. The caller holds m.mu.
-func (m *Memory) evict(com *memCommunity, now int64) {
-	var (
-		victim, victimParked     string
-		oldest, oldestParked     uint64
-		haveVictim, haveParkedVi bool
-	)
-	for id, s := range com.sessions {
-		if !m.alive(s, now) {
-			delete(com.sessions, id)
-			return
+// evict removes one session of com that is not in a turn: an expired one at the front of a
+// queue, else the least recently active idle one, else the longest parked one. A session whose
+// parked call expired counts as idle and goes first. It reports whether it removed one. The
+// caller holds m.mu.
+func (m *Memory) evict(community string, com *memCommunity, now int64) bool {
+	var last *list.Element // the sessions moved so far, in the order their calls expired
+	for e := com.parked.Front(); e != nil; e = com.parked.Front() {
+		s := e.Value.(*memSession)
+		if !m.parkExpired(s.park, now) {
+			break
 		}
-		if s.park != nil && !m.parkExpired(s.park, now) {
-			if !haveParkedVi || s.seq < oldestParked {
-				victimParked, oldestParked, haveParkedVi = id, s.seq, true
+		// Its reader left the call unanswered: it is the first to go. It keeps its parked call
+		// (Claim and Abandon still close it) but no longer counts as parked.
+		com.parked.Remove(e)
+		s.q = &com.idle
+		if last == nil {
+			s.elem = com.idle.PushFront(s)
+		} else {
+			s.elem = com.idle.InsertAfter(s, last)
+		}
+		last = s.elem
+	}
+	for _, q := range []*list.List{&com.idle, &com.parked} {
+		for e := q.Front(); e != nil; e = e.Next() {
+			s := e.Value.(*memSession)
+			if l, ok := m.locks[sessionKey{community, s.id}]; ok && l.expires > now {
+				continue // its turn is still writing to it
 			}
-			continue
-		}
-		if !haveVictim || s.seq < oldest {
-			victim, oldest, haveVictim = id, s.seq, true
+			reason := "least recently active"
+			switch {
+			case !m.alive(s, now):
+				reason = "expired"
+			case q == &com.parked:
+				reason = "every other session holds a parked call or is in a turn"
+			}
+			m.log.LogAttrs(context.Background(), slog.LevelInfo, "session evicted",
+				slog.String("community", community), slog.String("reason", reason),
+				slog.Duration("idle", time.Duration(now-s.active)*time.Millisecond), slog.Int("cap", m.limits.MaxSessionsPerCommunity))
+			m.remove(community, s.id)
+			return true
 		}
 	}
-	switch {
-	case haveVictim:
-		delete(com.sessions, victim)
-	case haveParkedVi:
-		delete(com.sessions, victimParked)
-	}
+	return false
 }
 
 // Append adds msgs (each must be valid JSON) to the history and refreshes the session's TTL.
@@ -276,16 +356,33 @@ func (m *Memory) Append(ctx context.Context, community, id string, msgs ...json.
 	if s == nil {
 		return 0, ErrNotFound
 	}
-	for _, msg := range msgs {
-		s.history = append(s.history, bytes.Clone(msg))
-	}
-	m.touch(s, now)
+	m.appendLocked(m.communities[community], s, now, msgs...)
 	return len(s.history), nil
+}
+
+// appendLocked appends copies of msgs and stamps activity. The caller holds m.mu.
+func (m *Memory) appendLocked(com *memCommunity, s *memSession, now int64, msgs ...json.RawMessage) {
+	for _, msg := range msgs {
+		if len(msg) > 0 {
+			s.history = append(s.history, bytes.Clone(msg))
+		}
+	}
+	m.touch(com, s, now)
 }
 
 func validMessages(msgs []json.RawMessage) error {
 	for i, msg := range msgs {
 		if !json.Valid(msg) {
+			return fmt.Errorf("store: message %d is not valid JSON", i)
+		}
+	}
+	return nil
+}
+
+// validOptional checks messages that may be left out (nil).
+func validOptional(msgs ...json.RawMessage) error {
+	for i, msg := range msgs {
+		if len(msg) > 0 && !json.Valid(msg) {
 			return fmt.Errorf("store: message %d is not valid JSON", i)
 		}
 	}
@@ -310,33 +407,64 @@ func (m *Memory) History(ctx context.Context, community, id string) ([]json.RawM
 	return out, nil
 }
 
-// PutArtifacts keeps a run's files with the session.
+// runSize is what a run's files count against the artifact budget.
+func runSize(files map[string][]byte) int64 {
+	var n int64
+	for p, b := range files {
+		n += int64(len(p) + len(b))
+	}
+	return n
+}
+
+// PutArtifacts keeps a run's files with the session, within the session's run count and the
+// process's byte budget.
 func (m *Memory) PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	size := runSize(files)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.lookup(community, id, m.clock())
 	if s == nil {
 		return ErrNotFound
 	}
-	if s.artifacts == nil {
-		s.artifacts = map[string]map[string][]byte{}
+	if size > m.limits.ArtifactBytes {
+		return ErrArtifactBudget
 	}
-	kept := make(map[string][]byte, len(files))
+	for _, r := range s.runs {
+		if r.callID == callID {
+			m.dropRun(r)
+			break
+		}
+	}
+	r := &memRun{callID: callID, files: make(map[string][]byte, len(files)), bytes: size, owner: s}
 	for p, b := range files {
-		kept[p] = bytes.Clone(b)
+		r.files[p] = bytes.Clone(b)
 	}
-	if _, again := s.artifacts[callID]; !again {
-		s.artifactOrder = append(s.artifactOrder, callID)
+	r.elem = m.runs.PushBack(r)
+	m.runBytes += size
+	s.runs = append(s.runs, r)
+	for len(s.runs) > MaxArtifactRuns {
+		m.dropRun(s.runs[0])
 	}
-	s.artifacts[callID] = kept
-	for len(s.artifactOrder) > MaxArtifactRuns {
-		delete(s.artifacts, s.artifactOrder[0])
-		s.artifactOrder = s.artifactOrder[1:]
+	evicted := 0
+	for m.runBytes > m.limits.ArtifactBytes {
+		m.dropRun(m.runs.Front().Value.(*memRun)) // never r: it alone fits
+		evicted++
+	}
+	if evicted > 0 {
+		m.log.LogAttrs(ctx, slog.LevelInfo, "kept run files evicted for the artifact budget",
+			slog.String("community", community), slog.Int("runs", evicted), slog.Int64("budget_bytes", m.limits.ArtifactBytes))
 	}
 	return nil
+}
+
+// dropRun forgets one run's files. The caller holds m.mu.
+func (m *Memory) dropRun(r *memRun) {
+	m.runs.Remove(r.elem)
+	m.runBytes -= r.bytes
+	r.owner.runs = slices.DeleteFunc(r.owner.runs, func(x *memRun) bool { return x == r })
 }
 
 // Artifact returns one kept file.
@@ -350,15 +478,18 @@ func (m *Memory) Artifact(ctx context.Context, community, id, callID, path strin
 	if s == nil {
 		return nil, ErrNotFound
 	}
-	b, ok := s.artifacts[callID][path]
-	if !ok {
-		return nil, ErrNotFound
+	for _, r := range s.runs {
+		if r.callID == callID {
+			if b, ok := r.files[path]; ok {
+				return bytes.Clone(b), nil
+			}
+		}
 	}
-	return bytes.Clone(b), nil
+	return nil, ErrNotFound
 }
 
-// DeleteSession removes the session, its history and its parked call. The turn lock is left
-// to its holder (or its TTL).
+// DeleteSession removes the session, its history, its parked call and its files. The turn
+// lock is left to its holder (or its TTL).
 func (m *Memory) DeleteSession(ctx context.Context, community, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -370,13 +501,17 @@ func (m *Memory) DeleteSession(ctx context.Context, community, id string) error 
 	return nil
 }
 
-// Park records the session's parked call, stamped with the store's clock.
-func (m *Memory) Park(ctx context.Context, community, id string, call ParkedCall) error {
+// Park appends msgs and records the session's parked call in one step, stamped with the
+// store's clock.
+func (m *Memory) Park(ctx context.Context, community, id string, call ParkedCall, msgs ...json.RawMessage) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	args, err := normalizeArgs(call.Args)
 	if err != nil {
+		return err
+	}
+	if err := validMessages(msgs); err != nil {
 		return err
 	}
 	call.Args = args
@@ -387,8 +522,13 @@ func (m *Memory) Park(ctx context.Context, community, id string, call ParkedCall
 	if s == nil {
 		return ErrNotFound
 	}
+	if s.park != nil {
+		return ErrAlreadyParked
+	}
+	com := m.communities[community]
+	m.appendLocked(com, s, now, msgs...)
 	call.CreatedAt = msTime(now)
-	s.park = &memPark{call: call, at: now}
+	setPark(com, s, &memPark{call: call, at: now})
 	return nil
 }
 
@@ -408,11 +548,27 @@ func normalizeArgs(args json.RawMessage) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// Claim removes and returns the parked call if its id is callID and it has not expired. A
-// call with another id is left parked; an expired one is removed and returned with
-// ErrNoParkedCall.
-func (m *Memory) Claim(ctx context.Context, community, id, callID string) (ParkedCall, error) {
+// Parked returns the parked call without removing it.
+func (m *Memory) Parked(ctx context.Context, community, id string) (ParkedCall, bool, error) {
 	if err := ctx.Err(); err != nil {
+		return ParkedCall{}, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.lookup(community, id, m.clock())
+	if s == nil || s.park == nil {
+		return ParkedCall{}, false, nil
+	}
+	return s.park.call, true, nil
+}
+
+// Claim removes the parked call if its id is callID and appends answer (or late, when it has
+// expired) in the same step.
+func (m *Memory) Claim(ctx context.Context, community, id, callID string, answer, late json.RawMessage) (ParkedCall, error) {
+	if err := ctx.Err(); err != nil {
+		return ParkedCall{}, err
+	}
+	if err := validOptional(answer, late); err != nil {
 		return ParkedCall{}, err
 	}
 	m.mu.Lock()
@@ -423,27 +579,35 @@ func (m *Memory) Claim(ctx context.Context, community, id, callID string) (Parke
 		return ParkedCall{}, ErrNoParkedCall
 	}
 	p := s.park
-	s.park = nil
+	com := m.communities[community]
+	setPark(com, s, nil)
 	if m.parkExpired(p, now) {
+		m.appendLocked(com, s, now, late)
 		return p.call, ErrNoParkedCall
 	}
+	m.appendLocked(com, s, now, answer)
 	return p.call, nil
 }
 
-// Abandon removes and returns the parked call, expired or not.
-func (m *Memory) Abandon(ctx context.Context, community, id string) (ParkedCall, bool, error) {
+// Abandon removes the parked call if its id is callID, expired or not, and appends closing.
+func (m *Memory) Abandon(ctx context.Context, community, id, callID string, closing json.RawMessage) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return ParkedCall{}, false, err
+		return false, err
+	}
+	if err := validOptional(closing); err != nil {
+		return false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.lookup(community, id, m.clock())
-	if s == nil || s.park == nil {
-		return ParkedCall{}, false, nil
+	now := m.clock()
+	s := m.lookup(community, id, now)
+	if s == nil || s.park == nil || s.park.call.CallID != callID {
+		return false, nil
 	}
-	p := s.park
-	s.park = nil
-	return p.call, true, nil
+	com := m.communities[community]
+	setPark(com, s, nil)
+	m.appendLocked(com, s, now, closing)
+	return true, nil
 }
 
 // Lock takes the session's turn lock for ttl (at least a millisecond). The session need not

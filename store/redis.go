@@ -25,8 +25,9 @@ const (
 	redisReadTimeout  = 2 * time.Second
 	redisWriteTimeout = 2 * time.Second
 	redisPoolSize     = 20
-	// redisMaxRetries is low on purpose: a script whose reply was lost is not re-run blindly
-	// more than once (a retried Claim can only fail, never accept twice).
+	// redisMaxRetries: a command whose reply was lost is sent once more. Every writing script
+	// carries an operation key, so the second run returns the first one's reply instead of
+	// writing again (scripts.go).
 	redisMaxRetries = 1
 
 	// unlockTimeout bounds the release of a turn lock, which runs after the turn's own
@@ -80,27 +81,39 @@ type redisConn interface {
 //	P s:{c:i}:hist      list of JSON messages           TTL SessionTTL, refreshed by Append
 //	P s:{c:i}:park      hash {id, at, call}             TTL SessionTTL
 //	P s:{c:i}:lock      string "<token>:<expires ms>"   TTL the lock's ttl
-//	P rl:k:<window ms>  hash {s: window start, n}       TTL until the window ends
-//	P s:{c:i}:art:k     hash {path: bytes} of one run   TTL what is left of the session's
-//	P s:{c:i}:artruns   list of the runs with files     TTL the same; at most MaxArtifactRuns
-//	P cost:c:YYYY-MM-DD float (USD)                     TTL 48 h, refreshed by AddCost
-//	P cost:c:YYYY-MM    float (USD)                     TTL 40 days, refreshed by AddCost
+//	P s:{c:i}:op:o      a script's JSON reply            TTL 120 s (see scripts.go, Retries)
+//	P rl:{k:<window>}   hash {s: window start, n}       TTL until the window ends
+//	P a:{c}:r:i:k       hash {path: bytes} of one run   TTL what is left of the session's
+//	P a:{c}:runs:i      list of the session's runs      TTL the same; at most MaxArtifactRuns
+//	P a:{c}:idx|size|owner|total|seq  the community's runs by age, their bytes and owners, the
+//	                    total (ArtifactBytes bounds it) TTL the longest-lived run's
+//	P cost:{c}:YYYY-MM-DD float (USD)                   TTL 48 h, refreshed by AddCost
+//	P cost:{c}:YYYY-MM  float (USD)                     TTL 40 days, refreshed by AddCost
 //
-// A session's keys share one hash tag, so its multi-key scripts also run on a Redis Cluster.
+// A session's keys share one hash tag, and so do a community's kept runs, so each multi-key
+// script touches one hash slot. A run whose keys expired still counts toward the total until
+// the budget next needs room, when it is the oldest and goes first.
 //
-// # When Redis is down
+// # When Redis is down or stalls
 //
 // NewRedis fails when the first PING fails, so a process does not start without its store.
 // Afterwards every method returns the error (after the client's timeouts, 2 s by default, and
-// at most one retry); nothing is guessed: Allow reports ok == false alongside the error, and
-// the caller must fail the request (refuse rather than serve unmetered). No method turns a
-// Redis failure into ErrNotFound, ErrNoParkedCall or ErrBusy.
+// one retry); nothing is guessed: Allow reports ok == false alongside the error, and the caller
+// must fail the request (refuse rather than serve unmetered). No method turns a Redis failure
+// into ErrNotFound, ErrNoParkedCall or ErrBusy. A write whose reply was lost and that the
+// client sent again runs once (operation keys); a turn lock whose take or release failed is
+// released in the background as soon as Redis answers again, so once Redis is back every
+// session is usable within about two seconds.
 type Redis struct {
 	c      redisConn
 	prefix string
 	limits Limits
 	now    func() time.Time
 	log    *slog.Logger
+	// bg ends the background releases of turn locks (Close cancels it and waits for them).
+	bg     context.Context
+	stopBg context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 var _ Store = (*Redis)(nil)
@@ -144,69 +157,76 @@ func NewRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Redis{c: client, prefix: prefix, limits: opts.Limits.withDefaults(), now: opts.Now, log: log}, nil
+	bg, stop := context.WithCancel(context.Background())
+	return &Redis{c: client, prefix: prefix, limits: opts.Limits.withDefaults(), now: opts.Now, log: log, bg: bg, stopBg: stop}, nil
 }
 
 func enc(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
-type sessionKeys struct{ meta, hist, park, lock string }
+// newOp returns a fresh operation id: the key under which a script remembers its reply, so a
+// retried command does not run twice (scripts.go).
+func newOp() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+type sessionKeys struct{ meta, hist, park, lock, base string }
 
 func (r *Redis) keys(community, id string) sessionKeys {
 	base := r.prefix + "s:{" + enc(community) + ":" + enc(id) + "}:"
-	return sessionKeys{meta: base + "meta", hist: base + "hist", park: base + "park", lock: base + "lock"}
+	return sessionKeys{meta: base + "meta", hist: base + "hist", park: base + "park", lock: base + "lock", base: base}
 }
 
-// artifactKey holds one run's files as a hash of path → bytes, beside the session's keys.
-func (r *Redis) artifactKey(community, id, callID string) string {
-	return r.prefix + "s:{" + enc(community) + ":" + enc(id) + "}:art:" + enc(callID)
+// op is a fresh operation key in the session's hash tag.
+func (k sessionKeys) op() string { return k.base + "op:" + newOp() }
+
+// artifactKeys are a community's kept-run keys: they share the community's hash tag, because
+// the byte budget spans its sessions.
+type artifactKeys struct{ base, idx, size, owner, total, seq string }
+
+func (r *Redis) artifactKeys(community string) artifactKeys {
+	base := r.prefix + "a:{" + enc(community) + "}:"
+	return artifactKeys{base: base, idx: base + "idx", size: base + "size", owner: base + "owner", total: base + "total", seq: base + "seq"}
 }
 
-// PutArtifacts keeps a run's files with the session, expiring with it.
+func (a artifactKeys) run(id, callID string) string {
+	return a.base + "r:" + enc(id) + ":" + enc(callID)
+}
+func (a artifactKeys) runs(id string) string { return a.base + "runs:" + enc(id) }
+func (a artifactKeys) op() string            { return a.base + "op:" + newOp() }
+
+// PutArtifacts keeps a run's files with the session, expiring with it, within the session's
+// run count and the community's byte budget (putRunScript).
 func (r *Redis) PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error {
 	s, err := r.Session(ctx, community, id)
 	if err != nil {
 		return err
 	}
-	k := r.artifactKey(community, id, callID)
+	size := runSize(files)
+	if size > r.limits.ArtifactBytes {
+		return ErrArtifactBudget
+	}
 	ttl := r.limits.SessionTTL
 	if rest := time.Until(s.LastActive.Add(r.limits.SessionTTL)); rest > 0 && r.now == nil {
 		ttl = rest
 	}
-	// The session's runs with files, newest first; runs past MaxArtifactRuns lose theirs.
-	order := r.prefix + "s:{" + enc(community) + ":" + enc(id) + "}:artruns"
-	_, err = r.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.LRem(ctx, order, 0, callID)
-		pipe.LPush(ctx, order, callID)
-		pipe.PExpire(ctx, order, ttl)
-		pipe.Del(ctx, k)
-		if len(files) > 0 {
-			vals := make([]any, 0, 2*len(files))
-			for p, b := range files {
-				vals = append(vals, p, b)
-			}
-			pipe.HSet(ctx, k, vals...)
-			pipe.PExpire(ctx, k, ttl)
-		}
-		return nil
-	})
+	a := r.artifactKeys(community)
+	args := make([]any, 0, 5+2*len(files))
+	args = append(args, r.nowArg(), ttl.Milliseconds(), r.limits.ArtifactBytes, MaxArtifactRuns, size)
+	for p, b := range files {
+		args = append(args, p, b)
+	}
+	n, err := putRunScript.Run(ctx, r.c, []string{a.run(id, callID), a.runs(id), a.idx, a.size, a.owner, a.total, a.seq, a.op()}, args...).Int64()
 	if err != nil {
 		return wrap("put artifacts", err)
 	}
-	old, err := r.c.LRange(ctx, order, MaxArtifactRuns, -1).Result()
-	if err != nil {
-		return wrap("put artifacts", err)
-	}
-	if len(old) > 0 {
-		_, err = r.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-			for _, o := range old {
-				pipe.Del(ctx, r.artifactKey(community, id, o))
-			}
-			pipe.LTrim(ctx, order, 0, MaxArtifactRuns-1)
-			return nil
-		})
-		if err != nil {
-			return wrap("put artifacts", err)
-		}
+	switch {
+	case n < 0:
+		return ErrArtifactBudget
+	case n > 0:
+		r.log.LogAttrs(ctx, slog.LevelInfo, "kept run files evicted for the artifact budget",
+			slog.String("community", community), slog.Int64("runs", n), slog.Int64("budget_bytes", r.limits.ArtifactBytes))
 	}
 	return nil
 }
@@ -216,7 +236,7 @@ func (r *Redis) Artifact(ctx context.Context, community, id, callID, path string
 	if _, err := r.Session(ctx, community, id); err != nil {
 		return nil, err
 	}
-	b, err := r.c.HGet(ctx, r.artifactKey(community, id, callID), path).Bytes()
+	b, err := r.c.HGet(ctx, r.artifactKeys(community).run(id, callID), path).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNotFound
 	}
@@ -227,13 +247,13 @@ func (r *Redis) Artifact(ctx context.Context, community, id, callID, path string
 }
 
 func (r *Redis) rateKey(key string, window int64) string {
-	return r.prefix + "rl:" + enc(key) + ":" + strconv.FormatInt(window, 10)
+	return r.prefix + "rl:{" + enc(key) + ":" + strconv.FormatInt(window, 10) + "}"
 }
 
-func (r *Redis) costKeys(community string, now time.Time) (day, month string) {
+func (r *Redis) costKeys(community string, now time.Time) (day, month, op string) {
 	d, m := costPeriods(now)
-	base := r.prefix + "cost:" + enc(community) + ":"
-	return base + d, base + m
+	base := r.prefix + "cost:{" + enc(community) + "}:"
+	return base + d, base + m, base + "op:" + newOp()
 }
 
 // nowArg is the scripts' first argument: the injected clock, or "" for the server's TIME.
@@ -253,7 +273,7 @@ func (r *Redis) clock(ctx context.Context) (time.Time, error) {
 	}
 	t, err := r.c.Time(ctx).Result()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("store: redis time: %w", err)
+		return time.Time{}, wrap("time", err)
 	}
 	return t, nil
 }
@@ -264,7 +284,10 @@ func (r *Redis) expired(active int64) bool {
 	return r.now != nil && active+r.sttl() <= r.now().UnixMilli()
 }
 
-func wrap(op string, err error) error { return fmt.Errorf("store: redis %s: %w", op, err) }
+// wrap marks a failure to get an answer from Redis as ErrUnavailable, keeping the cause.
+func wrap(op string, err error) error {
+	return fmt.Errorf("store: redis %s: %w (%w)", op, ErrUnavailable, err)
+}
 
 // Session returns a session's metadata, or ErrNotFound.
 func (r *Redis) Session(ctx context.Context, community, id string) (Session, error) {
@@ -319,7 +342,7 @@ func toInt(x any) (int64, error) {
 // EnsureSession returns the live session or creates it (wiping an expired one), atomically.
 func (r *Redis) EnsureSession(ctx context.Context, community, id string) (Session, bool, error) {
 	k := r.keys(community, id)
-	v, err := ensureScript.Run(ctx, r.c, []string{k.meta, k.hist, k.park}, r.nowArg(), r.sttl()).Slice()
+	v, err := ensureScript.Run(ctx, r.c, []string{k.meta, k.hist, k.park, k.op()}, r.nowArg(), r.sttl()).Slice()
 	if err != nil {
 		return Session{}, false, wrap("ensure session", err)
 	}
@@ -349,7 +372,7 @@ func (r *Redis) Append(ctx context.Context, community, id string, msgs ...json.R
 	for _, m := range msgs {
 		args = append(args, []byte(m))
 	}
-	n, err := appendScript.Run(ctx, r.c, []string{k.meta, k.hist}, args...).Int64()
+	n, err := appendScript.Run(ctx, r.c, []string{k.meta, k.hist, k.op()}, args...).Int64()
 	if err != nil {
 		return 0, wrap("append", err)
 	}
@@ -394,20 +417,24 @@ func (r *Redis) History(ctx context.Context, community, id string) ([]json.RawMe
 	return out, nil
 }
 
-// DeleteSession removes the session's meta, history and parked call.
+// DeleteSession removes the session's meta, history, parked call and kept files.
 func (r *Redis) DeleteSession(ctx context.Context, community, id string) error {
 	k := r.keys(community, id)
 	if err := r.c.Del(ctx, k.meta, k.hist, k.park).Err(); err != nil {
 		return wrap("delete session", err)
 	}
+	a := r.artifactKeys(community)
+	if err := dropRunsScript.Run(ctx, r.c, []string{a.runs(id), a.idx, a.size, a.owner, a.total, a.op()}, r.nowArg()).Err(); err != nil {
+		return wrap("delete session", err)
+	}
 	return nil
 }
 
-// Park replaces the session's parked call, stamped with the store's clock.
-func (r *Redis) Park(ctx context.Context, community, id string, call ParkedCall) error {
+// encodeCall is the stored form of a parked call: args compacted, CreatedAt left to the store.
+func encodeCall(call ParkedCall) ([]byte, error) {
 	args, err := normalizeArgs(call.Args)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	call.Args = args
 	call.CreatedAt = time.Time{}
@@ -415,21 +442,38 @@ func (r *Redis) Park(ctx context.Context, community, id string, call ParkedCall)
 	e := json.NewEncoder(&buf)
 	e.SetEscapeHTML(false)
 	if err := e.Encode(call); err != nil {
-		return fmt.Errorf("store: encoding parked call: %w", err)
+		return nil, fmt.Errorf("store: encoding parked call: %w", err)
+	}
+	return bytes.TrimSpace(buf.Bytes()), nil
+}
+
+// Park appends msgs and parks the call, stamped with the store's clock, in one script.
+func (r *Redis) Park(ctx context.Context, community, id string, call ParkedCall, msgs ...json.RawMessage) error {
+	enc, err := encodeCall(call)
+	if err != nil {
+		return err
+	}
+	if err := validMessages(msgs); err != nil {
+		return err
 	}
 	k := r.keys(community, id)
 	// The key lives as long as the session, not just ParkedTTL: the call's age is judged from
 	// its stamp, and a call found expired (by Claim) or left over (by Abandon on the next
 	// message) must still be there to be closed in the history; a call that vanished with
 	// its key would leave an unanswered tool_use that the model API refuses.
-	pttl := r.sttl()
-	n, err := parkScript.Run(ctx, r.c, []string{k.meta, k.park},
-		r.nowArg(), r.sttl(), call.CallID, bytes.TrimSpace(buf.Bytes()), pttl).Int64()
+	args := []any{r.nowArg(), r.sttl(), call.CallID, enc, r.sttl()}
+	for _, m := range msgs {
+		args = append(args, []byte(m))
+	}
+	n, err := parkScript.Run(ctx, r.c, []string{k.meta, k.hist, k.park, k.op()}, args...).Int64()
 	if err != nil {
 		return wrap("park", err)
 	}
-	if n < 0 {
+	switch n {
+	case -1:
 		return ErrNotFound
+	case -2:
+		return ErrAlreadyParked
 	}
 	return nil
 }
@@ -455,12 +499,39 @@ func parkedFrom(at, call any) (ParkedCall, error) {
 	return p, nil
 }
 
-// Claim runs claimScript: of any number of concurrent claims, on any replicas, at most one
-// gets the call.
-func (r *Redis) Claim(ctx context.Context, community, id, callID string) (ParkedCall, error) {
+// Parked reads the parked call without removing it.
+func (r *Redis) Parked(ctx context.Context, community, id string) (ParkedCall, bool, error) {
 	k := r.keys(community, id)
-	v, err := claimScript.Run(ctx, r.c, []string{k.park, k.meta},
-		r.nowArg(), r.sttl(), callID, r.limits.ParkedTTL.Milliseconds()).Slice()
+	v, err := parkedScript.Run(ctx, r.c, []string{k.park, k.meta}, r.nowArg(), r.sttl()).Slice()
+	if err != nil {
+		return ParkedCall{}, false, wrap("parked", err)
+	}
+	status, err := replyStatus(v)
+	if err != nil {
+		return ParkedCall{}, false, wrap("parked", err)
+	}
+	if status == 0 {
+		return ParkedCall{}, false, nil
+	}
+	if len(v) != 3 {
+		return ParkedCall{}, false, wrap("parked", fmt.Errorf("reply has %d items, want 3", len(v)))
+	}
+	p, err := parkedFrom(v[1], v[2])
+	if err != nil {
+		return ParkedCall{}, false, wrap("parked", err)
+	}
+	return p, true, nil
+}
+
+// Claim runs claimScript: of any number of concurrent claims, on any replicas, at most one
+// gets the call, and its answer is appended in the same step.
+func (r *Redis) Claim(ctx context.Context, community, id, callID string, answer, late json.RawMessage) (ParkedCall, error) {
+	if err := validOptional(answer, late); err != nil {
+		return ParkedCall{}, err
+	}
+	k := r.keys(community, id)
+	v, err := claimScript.Run(ctx, r.c, []string{k.park, k.meta, k.hist, k.op()},
+		r.nowArg(), r.sttl(), callID, r.limits.ParkedTTL.Milliseconds(), []byte(answer), []byte(late)).Slice()
 	if err != nil {
 		return ParkedCall{}, wrap("claim", err)
 	}
@@ -491,33 +562,24 @@ func replyStatus(v []any) (int64, error) {
 	return toInt(v[0])
 }
 
-// Abandon removes and returns the parked call, whatever its age.
-func (r *Redis) Abandon(ctx context.Context, community, id string) (ParkedCall, bool, error) {
+// Abandon removes the parked call if its id is callID and appends closing, in one script.
+func (r *Redis) Abandon(ctx context.Context, community, id, callID string, closing json.RawMessage) (bool, error) {
+	if err := validOptional(closing); err != nil {
+		return false, err
+	}
 	k := r.keys(community, id)
-	v, err := abandonScript.Run(ctx, r.c, []string{k.park, k.meta}, r.nowArg(), r.sttl()).Slice()
+	n, err := abandonScript.Run(ctx, r.c, []string{k.park, k.meta, k.hist, k.op()}, r.nowArg(), r.sttl(), callID, []byte(closing)).Int64()
 	if err != nil {
-		return ParkedCall{}, false, wrap("abandon", err)
+		return false, wrap("abandon", err)
 	}
-	status, err := replyStatus(v)
-	if err != nil {
-		return ParkedCall{}, false, wrap("abandon", err)
-	}
-	if status == 0 {
-		return ParkedCall{}, false, nil
-	}
-	if len(v) != 3 {
-		return ParkedCall{}, false, wrap("abandon", fmt.Errorf("reply has %d items, want 3", len(v)))
-	}
-	p, err := parkedFrom(v[1], v[2])
-	if err != nil {
-		return ParkedCall{}, false, wrap("abandon", err)
-	}
-	return p, true, nil
+	return n == 1, nil
 }
 
 // Lock takes the session's turn lock (SET PX with a random token, in lockScript). The
 // returned func deletes the lock only while this token holds it; it uses its own short
-// timeout, so it also works after the turn's context has ended.
+// timeout, so it also works after the turn's context has ended. A take or a release that
+// fails (Redis stalled or gone) is released in the background until it succeeds or the lock
+// would have expired anyway, so no orphan lock shuts a session out once Redis is back.
 func (r *Redis) Lock(ctx context.Context, community, id string, ttl time.Duration) (func(), error) {
 	if ttl < time.Millisecond {
 		return nil, fmt.Errorf("store: lock ttl %v is under a millisecond", ttl)
@@ -528,23 +590,61 @@ func (r *Redis) Lock(ctx context.Context, community, id string, ttl time.Duratio
 	key := r.keys(community, id).lock
 	n, err := lockScript.Run(ctx, r.c, []string{key}, r.nowArg(), token, ttl.Milliseconds()).Int64()
 	if err != nil {
+		// The take may have run with its reply lost: release it, or it would hold the session
+		// for the whole ttl.
+		r.releaseLater(community, key, token, ttl)
 		return nil, wrap("lock", err)
 	}
 	if n != 1 {
 		return nil, ErrBusy
 	}
-	base := context.WithoutCancel(ctx)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			ctx, cancel := context.WithTimeout(base, unlockTimeout)
+			ctx, cancel := context.WithTimeout(r.bg, unlockTimeout)
 			defer cancel()
 			if err := unlockScript.Run(ctx, r.c, []string{key}, token).Err(); err != nil {
-				r.log.LogAttrs(ctx, slog.LevelWarn, "releasing session lock failed; it expires by its ttl",
+				r.log.LogAttrs(ctx, slog.LevelWarn, "releasing a session lock failed; retrying in the background",
 					slog.String("community", community), slog.Any("error", err))
+				r.releaseLater(community, key, token, ttl)
 			}
 		})
 	}, nil
+}
+
+// Release retries: from releaseFirst, doubling up to releaseMax.
+const (
+	releaseFirst = 100 * time.Millisecond
+	releaseMax   = 2 * time.Second
+)
+
+// releaseLater keeps trying to release token's lock until it succeeds, the lock's ttl has
+// passed (it expired by itself), or the store is closed.
+func (r *Redis) releaseLater(community, key, token string, ttl time.Duration) {
+	if r.bg.Err() != nil {
+		return // closed
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		deadline := time.Now().Add(ttl)
+		wait := releaseFirst
+		for time.Now().Before(deadline) {
+			select {
+			case <-r.bg.Done():
+				return
+			case <-time.After(wait):
+			}
+			ctx, cancel := context.WithTimeout(r.bg, unlockTimeout)
+			err := unlockScript.Run(ctx, r.c, []string{key}, token).Err()
+			cancel()
+			if err == nil {
+				r.log.LogAttrs(r.bg, slog.LevelInfo, "session lock released after a store failure", slog.String("community", community))
+				return
+			}
+			wait = min(2*wait, releaseMax)
+		}
+	}()
 }
 
 // Allow counts one event in allowScript; the window's key expires when the window ends.
@@ -553,7 +653,7 @@ func (r *Redis) Allow(ctx context.Context, key string, limit int, window time.Du
 	if w < 1 {
 		return false, 0, fmt.Errorf("store: rate window %v is under a millisecond", window)
 	}
-	v, err := allowScript.Run(ctx, r.c, []string{r.rateKey(key, w)}, r.nowArg(), w).Int64Slice()
+	v, err := allowScript.Run(ctx, r.c, []string{r.rateKey(key, w), r.rateKey(key, w) + ":op:" + newOp()}, r.nowArg(), w).Int64Slice()
 	if err != nil {
 		return false, 0, wrap("allow", err)
 	}
@@ -566,8 +666,8 @@ func (r *Redis) Allow(ctx context.Context, key string, limit int, window time.Du
 	return true, 0, nil
 }
 
-// AddCost adds usd to the day and month totals (INCRBYFLOAT and EXPIRE in one MULTI). The
-// day is read from the store's clock just before.
+// AddCost adds usd to the day and month totals (costScript). The day is read from the
+// store's clock just before.
 func (r *Redis) AddCost(ctx context.Context, community string, usd float64) (float64, float64, error) {
 	if err := validCost(usd); err != nil {
 		return 0, 0, err
@@ -576,19 +676,22 @@ func (r *Redis) AddCost(ctx context.Context, community string, usd float64) (flo
 	if err != nil {
 		return 0, 0, err
 	}
-	dk, mk := r.costKeys(community, now)
-	var d, m *redis.FloatCmd
-	_, err = r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		d = p.IncrByFloat(ctx, dk, usd)
-		p.Expire(ctx, dk, costDayTTL)
-		m = p.IncrByFloat(ctx, mk, usd)
-		p.Expire(ctx, mk, costMonthTTL)
-		return nil
-	})
+	dk, mk, op := r.costKeys(community, now)
+	v, err := costScript.Run(ctx, r.c, []string{dk, mk, op}, r.nowArg(), strconv.FormatFloat(usd, 'f', -1, 64),
+		int64(costDayTTL/time.Second), int64(costMonthTTL/time.Second)).StringSlice()
 	if err != nil {
 		return 0, 0, wrap("add cost", err)
 	}
-	return d.Val(), m.Val(), nil
+	if len(v) != 2 {
+		return 0, 0, wrap("add cost", fmt.Errorf("reply has %d items, want 2", len(v)))
+	}
+	var out [2]float64
+	for i, x := range v {
+		if out[i], err = strconv.ParseFloat(x, 64); err != nil {
+			return 0, 0, wrap("add cost", err)
+		}
+	}
+	return out[0], out[1], nil
 }
 
 // Costs reads the day and month totals.
@@ -597,7 +700,7 @@ func (r *Redis) Costs(ctx context.Context, community string) (float64, float64, 
 	if err != nil {
 		return 0, 0, err
 	}
-	dk, mk := r.costKeys(community, now)
+	dk, mk, _ := r.costKeys(community, now)
 	v, err := r.c.MGet(ctx, dk, mk).Result()
 	if err != nil {
 		return 0, 0, wrap("costs", err)
@@ -618,5 +721,9 @@ func (r *Redis) Costs(ctx context.Context, community string) (float64, float64, 
 	return out[0], out[1], nil
 }
 
-// Close closes the connection pool.
-func (r *Redis) Close() error { return r.c.Close() }
+// Close stops the background lock releases and closes the connection pool.
+func (r *Redis) Close() error {
+	r.stopBg()
+	r.wg.Wait()
+	return r.c.Close()
+}

@@ -105,13 +105,13 @@ func TestRedisKeysHaveTTLs(t *testing.T) {
 	if want := s.prefix + "s:{aGVk:YTpi}:meta"; k.meta != want {
 		t.Errorf("meta key = %q, want %q", k.meta, want)
 	}
-	day, month := s.costKeys("hed", c.Now())
+	day, month, _ := s.costKeys("hed", c.Now())
 	want := map[string]time.Duration{ // key → its TTL
 		k.meta: l.SessionTTL,
 		k.hist: l.SessionTTL,
 		k.park: l.SessionTTL,
 		k.lock: 300 * time.Second,
-		s.prefix + "rl:" + enc("chat:1.2.3.4") + ":60000": 50 * time.Second,
+		s.prefix + "rl:{" + enc("chat:1.2.3.4") + ":60000}": 50 * time.Second,
 		day:   costDayTTL,
 		month: costMonthTTL,
 	}
@@ -119,21 +119,27 @@ func TestRedisKeysHaveTTLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != len(want) {
-		t.Errorf("keys under the prefix = %q, want %d keys", keys, len(want))
-	}
+	ops := 0
 	for _, key := range keys {
 		ttl, err := raw.PTTL(ctx, key).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		w, ok := want[key]
+		if strings.Contains(key, ":op:") { // the scripts' remembered replies
+			ops++
+			w, ok = 120*time.Second, true
+		}
 		switch {
 		case !ok:
 			t.Errorf("unexpected key %q", key)
 		case ttl <= w-5*time.Second || ttl > w:
 			t.Errorf("key %q: TTL = %v, want about %v", key, ttl, w)
 		}
+	}
+
+	if len(keys)-ops != len(want) || ops != 5 { // ensure, append, park, allow and cost
+		t.Errorf("keys under the prefix = %q, want %d keys and 5 operation keys", keys, len(want))
 	}
 
 	// Append refreshes the session keys' TTL.
@@ -168,7 +174,7 @@ func TestRedisServerClock(t *testing.T) {
 	}
 
 	mustPark(t, s, "hed", "a", call("c1"))
-	if _, err := s.Claim(ctx, "hed", "a", "c1"); err != nil {
+	if _, err := s.Claim(ctx, "hed", "a", "c1", nil, nil); err != nil {
 		t.Fatalf("Claim at once: %v", err)
 	}
 	mustPark(t, s, "hed", "a", call("c2"))
@@ -206,7 +212,7 @@ func TestRedisServerClock(t *testing.T) {
 
 	time.Sleep(550 * time.Millisecond) // past ParkedTTL, the lock's ttl and the rate window
 
-	if got, err := s.Claim(ctx, "hed", "a", "c2"); !errors.Is(err, ErrNoParkedCall) || got.CallID != "c2" {
+	if got, err := s.Claim(ctx, "hed", "a", "c2", nil, nil); !errors.Is(err, ErrNoParkedCall) || got.CallID != "c2" {
 		t.Errorf("Claim after ParkedTTL = %+v, %v; want c2, ErrNoParkedCall", got, err)
 	}
 	if n := raw.Exists(ctx, s.keys("hed", "a").park).Val(); n != 0 {
@@ -221,8 +227,8 @@ func TestRedisServerClock(t *testing.T) {
 		t.Errorf("Allow in the next window = %v, %v; want true", ok, err)
 	}
 	mustPark(t, s, "hed", "a", call("c3"))
-	if got, ok, err := s.Abandon(ctx, "hed", "a"); !ok || err != nil || got.CallID != "c3" {
-		t.Errorf("Abandon = %+v, %v, %v; want c3", got, ok, err)
+	if ok, err := s.Abandon(ctx, "hed", "a", "c3", nil); !ok || err != nil {
+		t.Errorf("Abandon = %v, %v; want true", ok, err)
 	}
 	if _, _, err := s.AddCost(ctx, "hed", 0.5); err != nil {
 		t.Fatal(err)
@@ -260,13 +266,16 @@ func TestRedisDown(t *testing.T) {
 	sentinel := func(err error) bool {
 		return errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoParkedCall) || errors.Is(err, ErrBusy)
 	}
-	if _, err := s.Session(ctx, "hed", "a"); err == nil || sentinel(err) {
-		t.Errorf("Session: err = %v", err)
+	if _, err := s.Session(ctx, "hed", "a"); err == nil || sentinel(err) || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Session: err = %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Append(ctx, "hed", "a", msg("x")); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Append: err = %v, want ErrUnavailable", err)
 	}
 	if _, _, err := s.EnsureSession(ctx, "hed", "a"); err == nil || sentinel(err) {
 		t.Errorf("EnsureSession: err = %v", err)
 	}
-	if _, err := s.Claim(ctx, "hed", "a", "c"); err == nil || sentinel(err) {
+	if _, err := s.Claim(ctx, "hed", "a", "c", nil, nil); err == nil || sentinel(err) {
 		t.Errorf("Claim: err = %v", err)
 	}
 	if _, err := s.Lock(ctx, "hed", "a", time.Second); err == nil || sentinel(err) {

@@ -11,6 +11,15 @@ import "github.com/redis/go-redis/v9"
 // Session keys: meta is a hash {created, active, count}; hist a list of JSON messages; park a
 // hash {id, at, call}; lock a string "<token>:<expires ms>". A session is alive while
 // active + SessionTTL > now (the keys' own TTL enforces the same with the server clock).
+//
+// # Retries
+//
+// The client re-sends a command whose reply it did not get (a stalled server, a lost
+// connection), and the first one may have run. Every script that writes is therefore made
+// safe to run twice with once(): its last key is an operation key, unique to one call of the
+// store, in the same hash tag as the keys it writes; the first run stores its reply there for
+// opTTL, and a second run with the same key returns that reply without doing anything. The
+// turn lock needs no operation key: a take is recognised by its own random token.
 
 const luaNow = `
 local now = tonumber(ARGV[1])
@@ -25,10 +34,44 @@ end
 local function ms(n) return string.format('%.0f', n) end
 `
 
+// opTTLms is how long an operation key remembers its reply: longer than any client retry.
+const opTTLms = "120000"
+
+// once wraps a script body (Lua statements that end with a return) so that it runs at most
+// once per operation key, KEYS[#KEYS].
+func once(body string) *redis.Script {
+	return redis.NewScript(luaNow + `
+local opkey = KEYS[#KEYS]
+local prior = redis.call('GET', opkey)
+if prior then return cjson.decode(prior) end
+local function body()
+` + body + `
+end
+local reply = body()
+redis.call('SET', opkey, cjson.encode(reply), 'PX', ` + opTTLms + `)
+return reply
+`)
+}
+
+// luaAppend pushes the messages ARGV[from..] onto hist, stamps activity and refreshes the
+// session's TTLs; it returns the new count. It expects meta, hist and sttl to be set.
+const luaAppend = `
+local function push(meta, hist, sttl, from, to)
+  local count = redis.call('LLEN', hist)
+  for i = from, to, 100 do
+    count = redis.call('RPUSH', hist, unpack(ARGV, i, math.min(i + 99, to)))
+  end
+  redis.call('HSET', meta, 'active', ms(now), 'count', count)
+  redis.call('PEXPIRE', meta, sttl)
+  if count > 0 then redis.call('PEXPIRE', hist, sttl) end
+  return count
+end
+`
+
 // ensureScript returns the live session or recreates it (wiping an expired one's history and
-// parked call): KEYS meta, hist, park; ARGV now, session ttl ms. Reply {created 0|1, created
-// ms, active ms, count}.
-var ensureScript = redis.NewScript(luaNow + `
+// parked call): KEYS meta, hist, park, op; ARGV now, session ttl ms. Reply {created 0|1,
+// created ms, active ms, count}.
+var ensureScript = once(`
 local sttl = tonumber(ARGV[2])
 local m = redis.call('HMGET', KEYS[1], 'created', 'active', 'count')
 if m[2] and tonumber(m[2]) + sttl > now then
@@ -41,65 +84,79 @@ redis.call('PEXPIRE', KEYS[1], sttl)
 return {1, n, n, '0'}
 `)
 
-// appendScript pushes messages onto a live session's history, stamps activity and refreshes
-// the TTLs: KEYS meta, hist; ARGV now, session ttl ms, messages... Reply the new count, or -1
-// when the session does not exist or expired.
-var appendScript = redis.NewScript(luaNow + `
+// appendScript pushes messages onto a live session's history: KEYS meta, hist, op; ARGV now,
+// session ttl ms, messages... Reply the new count, or -1 when the session does not exist or
+// expired.
+var appendScript = once(luaAppend + `
 local sttl = tonumber(ARGV[2])
 if not alive(KEYS[1], sttl) then return -1 end
-local count = redis.call('LLEN', KEYS[2])
-for i = 3, #ARGV, 100 do
-  count = redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 99, #ARGV)))
-end
-redis.call('HSET', KEYS[1], 'active', ms(now), 'count', count)
-redis.call('PEXPIRE', KEYS[1], sttl)
-if count > 0 then redis.call('PEXPIRE', KEYS[2], sttl) end
-return count
+return push(KEYS[1], KEYS[2], sttl, 3, #ARGV)
 `)
 
-// parkScript replaces a live session's parked call, stamped with now: KEYS meta, park; ARGV
-// now, session ttl ms, call id, call JSON, park key ttl ms. Reply 1, or -1 when the session
-// does not exist or expired.
-var parkScript = redis.NewScript(luaNow + `
-if not alive(KEYS[1], tonumber(ARGV[2])) then return -1 end
-redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'id', ARGV[3], 'at', ms(now), 'call', ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
+// parkScript appends the messages that made a call and parks it, stamped with now, in one
+// step: KEYS meta, hist, park, op; ARGV now, session ttl ms, call id, call JSON, park key ttl
+// ms, messages... Reply 1, -1 when the session does not exist or expired, -2 when another
+// call is parked.
+var parkScript = once(luaAppend + `
+local sttl = tonumber(ARGV[2])
+if not alive(KEYS[1], sttl) then return -1 end
+if redis.call('EXISTS', KEYS[3]) == 1 then return -2 end
+if #ARGV >= 6 then push(KEYS[1], KEYS[2], sttl, 6, #ARGV) end
+redis.call('HSET', KEYS[3], 'id', ARGV[3], 'at', ms(now), 'call', ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
 return 1
 `)
 
-// claimScript is the at-most-once acceptance of a browser result: read the parked call,
-// compare its id, judge its age, delete it, all in one step. KEYS park, meta; ARGV now,
-// session ttl ms, call id, parked ttl ms. Reply {0} when nothing with that id is parked (a
-// call with another id is left alone; one of a dead session is deleted), {1, at, call} on
-// success, {2, at, call} when it had expired (deleted too).
-var claimScript = redis.NewScript(luaNow + `
-local p = redis.call('HMGET', KEYS[1], 'id', 'at', 'call')
-if not p[1] or p[1] ~= ARGV[3] then return {0} end
-redis.call('DEL', KEYS[1])
+// parkedScript reads the parked call of a live session: KEYS park, meta; ARGV now, session
+// ttl ms. Reply {0} or {1, at, call}. It only reads, so it needs no operation key.
+var parkedScript = redis.NewScript(luaNow + `
 if not alive(KEYS[2], tonumber(ARGV[2])) then return {0} end
-if now - tonumber(p[2]) >= tonumber(ARGV[4]) then return {2, p[2], p[3]} end
-return {1, p[2], p[3]}
-`)
-
-// abandonScript removes and returns the parked call whatever its age: KEYS park, meta; ARGV
-// now, session ttl ms. Reply {0} or {1, at, call}.
-var abandonScript = redis.NewScript(luaNow + `
 local p = redis.call('HMGET', KEYS[1], 'at', 'call')
 if not p[1] then return {0} end
-redis.call('DEL', KEYS[1])
-if not alive(KEYS[2], tonumber(ARGV[2])) then return {0} end
 return {1, p[1], p[2]}
 `)
 
-// lockScript takes the turn lock unless a live one is held: KEYS lock; ARGV now, token, ttl
-// ms. The value carries its own expiry so that an injected clock can expire it; with the
-// server clock it coincides with the key's PX. Reply 1 taken, 0 busy.
+// claimScript is the at-most-once acceptance of a browser result: read the parked call,
+// compare its id, judge its age, delete it and append its answer, all in one step. KEYS park,
+// meta, hist, op; ARGV now, session ttl ms, call id, parked ttl ms, answer, late answer (each
+// may be empty: nothing is appended). Reply {0} when nothing with that id is parked (a call
+// with another id is left alone; one of a dead session is deleted), {1, at, call} on success,
+// {2, at, call} when it had expired (deleted too, and the late answer appended).
+var claimScript = once(luaAppend + `
+local sttl = tonumber(ARGV[2])
+local p = redis.call('HMGET', KEYS[1], 'id', 'at', 'call')
+if not p[1] or p[1] ~= ARGV[3] then return {0} end
+redis.call('DEL', KEYS[1])
+if not alive(KEYS[2], sttl) then return {0} end
+local status, at = 1, 5
+if now - tonumber(p[2]) >= tonumber(ARGV[4]) then status, at = 2, 6 end
+if ARGV[at] ~= '' then push(KEYS[2], KEYS[3], sttl, at, at) end
+return {status, p[2], p[3]}
+`)
+
+// abandonScript removes the parked call if its id is the given one, whatever its age, and
+// appends the closing message: KEYS park, meta, hist, op; ARGV now, session ttl ms, call id,
+// closing message (may be empty). Reply 1 or 0.
+var abandonScript = once(luaAppend + `
+local sttl = tonumber(ARGV[2])
+local id = redis.call('HGET', KEYS[1], 'id')
+if not id or id ~= ARGV[3] then return 0 end
+redis.call('DEL', KEYS[1])
+if not alive(KEYS[2], sttl) then return 0 end
+if ARGV[4] ~= '' then push(KEYS[2], KEYS[3], sttl, 4, 4) end
+return 1
+`)
+
+// lockScript takes the turn lock unless a live one is held by another token: KEYS lock; ARGV
+// now, token, ttl ms. The value carries its own expiry so that an injected clock can expire
+// it; with the server clock it coincides with the key's PX. A second run of the same take (the
+// client retrying after a lost reply) finds its own token and succeeds. Reply 1 taken, 0 busy.
 var lockScript = redis.NewScript(luaNow + `
 local cur = redis.call('GET', KEYS[1])
 if cur then
-  local exp = tonumber(string.match(cur, ':(%d+)$'))
-  if exp and exp > now then return 0 end
+  local tok, exp = string.match(cur, '^([^:]*):(%d+)$')
+  if tok == ARGV[2] then return 1 end
+  if exp and tonumber(exp) > now then return 0 end
 end
 local ttl = tonumber(ARGV[3])
 redis.call('SET', KEYS[1], ARGV[2] .. ':' .. ms(now + ttl), 'PX', ttl)
@@ -117,9 +174,9 @@ return 0
 `)
 
 // allowScript counts one event in the fixed window containing now: KEYS counter (a hash
-// {s: window start ms, n: count}); ARGV now, window ms. The key expires when its window ends.
-// Reply {count, ms until the window ends}.
-var allowScript = redis.NewScript(luaNow + `
+// {s: window start ms, n: count}), op; ARGV now, window ms. The key expires when its window
+// ends. Reply {count, ms until the window ends}.
+var allowScript = once(`
 local w = tonumber(ARGV[2])
 local start = now - (now % w)
 local s = redis.call('HGET', KEYS[1], 's')
@@ -133,4 +190,80 @@ end
 local left = start + w - now
 redis.call('PEXPIRE', KEYS[1], left)
 return {n, left}
+`)
+
+// costScript adds to a community's day and month totals: KEYS day, month, op; ARGV now (unused
+// here: the caller picked the periods), usd, day ttl s, month ttl s. Reply {day, month} as
+// decimal strings.
+var costScript = once(`
+local d = redis.call('INCRBYFLOAT', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+local m = redis.call('INCRBYFLOAT', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return {d, m}
+`)
+
+// luaDropRun forgets one kept run of a community: its files, its size and its place in the
+// community's index and in its session's list. KEYS of the caller: idx (zset run key →
+// sequence), size (hash run key → bytes), owner (hash run key → runs list key), total.
+const luaDropRun = `
+local function drop(idx, size, owner, total, run)
+  local b = redis.call('HGET', size, run)
+  if b then redis.call('DECRBY', total, b) end
+  local o = redis.call('HGET', owner, run)
+  if o then redis.call('LREM', o, 0, run) end
+  redis.call('HDEL', size, run)
+  redis.call('HDEL', owner, run)
+  redis.call('ZREM', idx, run)
+  redis.call('DEL', run)
+end
+`
+
+// putRunScript keeps one run's files within the session's run count and the community's byte
+// budget: KEYS run (hash path → bytes), runs (the session's list of run keys, newest first),
+// idx, size, owner, total, seq, op; ARGV now, ttl ms, budget bytes, max runs per session, run
+// bytes, path, bytes, path, bytes... Older runs of the session past the count, then the
+// community's oldest runs until the total fits, are dropped. Reply the number of runs dropped
+// for the budget, or -1 when the run alone exceeds it (nothing kept).
+var putRunScript = once(luaDropRun + `
+local run, runs, idx, size, owner, total, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local ttl, budget, maxRuns, bytes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+if bytes > budget then return -1 end
+drop(idx, size, owner, total, run)
+if #ARGV >= 7 then
+  for i = 6, #ARGV, 100 do
+    redis.call('HSET', run, unpack(ARGV, i, math.min(i + 99, #ARGV)))
+  end
+  redis.call('PEXPIRE', run, ttl)
+end
+redis.call('LPUSH', runs, run)
+redis.call('PEXPIRE', runs, ttl)
+redis.call('ZADD', idx, redis.call('INCR', seq), run)
+redis.call('HSET', size, run, bytes)
+redis.call('HSET', owner, run, runs)
+redis.call('INCRBY', total, bytes)
+for _, old in ipairs(redis.call('LRANGE', runs, maxRuns, -1)) do
+  drop(idx, size, owner, total, old)
+end
+local dropped = 0
+while tonumber(redis.call('GET', total)) > budget do
+  local oldest = redis.call('ZRANGE', idx, 0, 0)
+  if #oldest == 0 or oldest[1] == run then break end
+  drop(idx, size, owner, total, oldest[1])
+  dropped = dropped + 1
+end
+-- The community's bookkeeping lives as long as its longest-lived run.
+for _, k in ipairs({idx, size, owner, total, seq}) do
+  if redis.call('PTTL', k) < ttl then redis.call('PEXPIRE', k, ttl) end
+end
+return dropped
+`)
+
+// dropRunsScript forgets every kept run of a session: KEYS runs, idx, size, owner, total, op;
+// ARGV now. Reply the number of runs dropped.
+var dropRunsScript = once(luaDropRun + `
+local list = redis.call('LRANGE', KEYS[1], 0, -1)
+for _, run in ipairs(list) do drop(KEYS[2], KEYS[3], KEYS[4], KEYS[5], run) end
+redis.call('DEL', KEYS[1])
+return #list
 `)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/osc-assistant/assistant/limits"
 )
 
 // Errors callers inspect with errors.Is.
@@ -18,6 +20,18 @@ var (
 	ErrNoParkedCall = errors.New("no outstanding browser call with that id")
 	// ErrBusy: another turn of the session holds its lock.
 	ErrBusy = errors.New("session is busy with another turn")
+	// ErrAlreadyParked: Park found another call parked; it must be closed first.
+	ErrAlreadyParked = errors.New("another call is already parked for this session")
+	// ErrFull: the in-memory store holds as many sessions of the community as it may and none
+	// of them can be evicted (every one is in the middle of a turn).
+	ErrFull = errors.New("too many sessions are active; try again shortly")
+	// ErrUnavailable: the store could not answer (Redis is down, stalled or refused the
+	// command); errors.Is finds it in every such error, beside its cause. The request fails and
+	// can be tried again shortly.
+	ErrUnavailable = errors.New("the session store is unavailable")
+	// ErrArtifactBudget: a run's files do not fit in the artifact budget even after the
+	// oldest kept files were evicted; nothing of the run was kept.
+	ErrArtifactBudget = errors.New("the server's storage for run files is full")
 )
 
 // Session is a session's metadata.
@@ -53,15 +67,22 @@ type Limits struct {
 	// MaxSessionsPerCommunity bounds the in-memory store (1,000); the least recently active
 	// session without a live parked call is evicted first. Redis relies on TTLs instead.
 	MaxSessionsPerCommunity int
+	// ArtifactBytes bounds the bytes of kept run files (256 MB): for the whole process in
+	// memory, for each community in Redis.
+	ArtifactBytes int64
 }
 
 // DefaultLimits are the reference's numbers.
 func DefaultLimits() Limits {
-	return Limits{SessionTTL: 24 * time.Hour, ParkedTTL: 900 * time.Second, MaxSessionsPerCommunity: 1000}
+	return Limits{SessionTTL: 24 * time.Hour, ParkedTTL: limits.PendingCallTTLSeconds * time.Second,
+		MaxSessionsPerCommunity: 1000, ArtifactBytes: DefaultArtifactBytes}
 }
 
 // MaxArtifactRuns is how many server-side runs' files one session keeps.
 const MaxArtifactRuns = 4
+
+// DefaultArtifactBytes is the default budget of kept run files.
+const DefaultArtifactBytes = 256 << 20
 
 // Store is the state shared by every replica. Every method is safe for concurrent use. Times
 // come from the store's clock (injectable in both implementations, for tests) and are kept to
@@ -86,23 +107,29 @@ type Store interface {
 	// session is not an error. The turn lock is left to its holder (or its TTL).
 	DeleteSession(ctx context.Context, community, id string) error
 
-	// Park records the session's one parked call, replacing any previous one, and sets its
-	// CreatedAt to the store's clock (the age Claim judges). Args are kept compacted, nil when
-	// empty or null. ErrNotFound if the session does not exist.
-	Park(ctx context.Context, community, id string, call ParkedCall) error
-	// Claim removes and returns the parked call if its id is callID and it is younger than
-	// ParkedTTL, atomically: of two concurrent claims at most one succeeds. Otherwise
-	// ErrNoParkedCall (an expired call is removed too, and returned alongside the error so
-	// the caller can close it in the history). A call with another id stays parked, expired or
-	// not, so the next Abandon can still close it.
-	Claim(ctx context.Context, community, id, callID string) (ParkedCall, error)
-	// Abandon removes and returns the parked call, if any (a new message moved on), whatever
-	// its age; the caller can tell an expired one by CreatedAt.
-	Abandon(ctx context.Context, community, id string) (ParkedCall, bool, error)
+	// Park appends msgs (the assistant message that made the call) and records the session's
+	// one parked call, in one step, so a history never ends in a tool call that is neither
+	// parked nor answered. It sets the call's CreatedAt to the store's clock (the age Claim
+	// judges). Args are kept compacted, nil when empty or null. ErrNotFound if the session does
+	// not exist; ErrAlreadyParked if another call is parked (close it first, with Abandon).
+	Park(ctx context.Context, community, id string, call ParkedCall, msgs ...json.RawMessage) error
+	// Parked returns the parked call, if any, without removing it.
+	Parked(ctx context.Context, community, id string) (ParkedCall, bool, error)
+	// Claim removes the parked call if its id is callID and appends, in the same step, answer
+	// when the call is younger than ParkedTTL, or late when it is not (then it returns the
+	// call and ErrNoParkedCall). Of two concurrent claims at most one succeeds. When nothing
+	// with that id is parked it appends nothing and returns ErrNoParkedCall; a call with
+	// another id stays parked, so the next Abandon can still close it.
+	Claim(ctx context.Context, community, id, callID string, answer, late json.RawMessage) (ParkedCall, error)
+	// Abandon removes the parked call if its id is callID, whatever its age, and appends
+	// closing in the same step; it reports whether it did.
+	Abandon(ctx context.Context, community, id, callID string, closing json.RawMessage) (bool, error)
 
 	// Lock takes the session's turn lock for at most ttl; ErrBusy if it is held. The session
-	// need not exist. The returned func releases it (only if still held by this taker) and may
-	// be called more than once.
+	// need not exist. The lock belongs to a random token: only its taker releases it, a retry
+	// of the same take (after a lost reply) is not mistaken for another turn, and a take whose
+	// outcome is unknown (an error) is released in the background. The returned func releases
+	// it (only if still held by this taker) and may be called more than once.
 	Lock(ctx context.Context, community, id string, ttl time.Duration) (unlock func(), err error)
 
 	// Allow counts one event against key in a fixed window (aligned to the unix epoch; each
@@ -119,6 +146,9 @@ type Store interface {
 	// PutArtifacts keeps the files one server-side run saved (path → bytes) with the session,
 	// for as long as the session lives, and only for its newest MaxArtifactRuns runs (older
 	// runs' files are dropped), so a session holds at most that many runs' worth (25 MB each).
+	// The store also keeps all kept files under a byte budget (Limits.ArtifactBytes: server
+	// wide in memory, per community in Redis), evicting the oldest runs' files first; a run
+	// whose files alone exceed it is refused with ErrArtifactBudget and nothing of it is kept.
 	// ErrNotFound if the session does not exist.
 	PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error
 	// Artifact returns one kept file, or ErrNotFound.
@@ -138,6 +168,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxSessionsPerCommunity <= 0 {
 		l.MaxSessionsPerCommunity = d.MaxSessionsPerCommunity
+	}
+	if l.ArtifactBytes <= 0 {
+		l.ArtifactBytes = d.ArtifactBytes
 	}
 	return l
 }

@@ -78,9 +78,9 @@ func mustAppend(t *testing.T, s Store, community, id string, msgs ...json.RawMes
 	return n
 }
 
-func mustPark(t *testing.T, s Store, community, id string, call ParkedCall) {
+func mustPark(t *testing.T, s Store, community, id string, call ParkedCall, msgs ...json.RawMessage) {
 	t.Helper()
-	if err := s.Park(context.Background(), community, id, call); err != nil {
+	if err := s.Park(context.Background(), community, id, call, msgs...); err != nil {
 		t.Fatalf("Park(%q, %q): %v", community, id, err)
 	}
 }
@@ -270,7 +270,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 		if h := history(t, s, "hed", "a"); len(h) != 0 {
 			t.Errorf("recreated session has history %q", h)
 		}
-		if _, ok, err := s.Abandon(ctx, "hed", "a"); ok || err != nil {
+		if _, ok, err := s.Parked(ctx, "hed", "a"); ok || err != nil {
 			t.Errorf("recreated session still had a parked call (ok = %v, err = %v)", ok, err)
 		}
 	})
@@ -280,45 +280,62 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 		if err := s.Park(ctx, "hed", "a", call("c1")); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Park on a missing session: err = %v, want ErrNotFound", err)
 		}
-		if _, err := s.Claim(ctx, "hed", "a", "c1"); !errors.Is(err, ErrNoParkedCall) {
+		if _, err := s.Claim(ctx, "hed", "a", "c1", nil, nil); !errors.Is(err, ErrNoParkedCall) {
 			t.Errorf("Claim on a missing session: err = %v, want ErrNoParkedCall", err)
 		}
 		mustEnsure(t, s, "hed", "a")
-		if _, err := s.Claim(ctx, "hed", "a", "c1"); !errors.Is(err, ErrNoParkedCall) {
+		if _, err := s.Claim(ctx, "hed", "a", "c1", msg("answer"), nil); !errors.Is(err, ErrNoParkedCall) {
 			t.Errorf("Claim with nothing parked: err = %v, want ErrNoParkedCall", err)
+		}
+		if h := history(t, s, "hed", "a"); len(h) != 0 {
+			t.Errorf("a failed Claim appended %q", h)
 		}
 		c.Advance(time.Second)
 		parkedAt := c.Now()
 		p := call("c1")
 		p.CreatedAt = time.Unix(1, 0) // the store stamps its own time
-		mustPark(t, s, "hed", "a", p)
+		if err := s.Park(ctx, "hed", "a", p, msg("tool_use c1")); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok, err := s.Parked(ctx, "hed", "a"); !ok || err != nil || cmp.Diff(wantCall("c1", parkedAt), got) != "" {
+			t.Errorf("Parked = %+v, %v, %v; want c1", got, ok, err)
+		}
 		c.Advance(time.Minute)
-		got, err := s.Claim(ctx, "hed", "a", "wrong")
+		got, err := s.Claim(ctx, "hed", "a", "wrong", msg("wrong answer"), msg("wrong late"))
 		if !errors.Is(err, ErrNoParkedCall) {
 			t.Fatalf("Claim with a wrong id: err = %v, want ErrNoParkedCall", err)
 		}
 		if got.CallID != "" {
 			t.Errorf("Claim with a wrong id returned %+v", got)
 		}
-		got, err = s.Claim(ctx, "hed", "a", "c1")
+		got, err = s.Claim(ctx, "hed", "a", "c1", msg("answer c1"), msg("late c1"))
 		if err != nil {
 			t.Fatalf("Claim after a wrong id: %v (the call must stay parked)", err)
 		}
 		if d := cmp.Diff(wantCall("c1", parkedAt), got); d != "" {
 			t.Errorf("Claim (-want +got):\n%s", d)
 		}
-		if _, err := s.Claim(ctx, "hed", "a", "c1"); !errors.Is(err, ErrNoParkedCall) {
+		// Park appended the tool call and Claim its answer, each in the same step.
+		if d := cmp.Diff([]string{string(msg("tool_use c1")), string(msg("answer c1"))}, history(t, s, "hed", "a")); d != "" {
+			t.Errorf("history (-want +got):\n%s", d)
+		}
+		if _, err := s.Claim(ctx, "hed", "a", "c1", msg("again"), nil); !errors.Is(err, ErrNoParkedCall) {
 			t.Errorf("second Claim: err = %v, want ErrNoParkedCall", err)
 		}
-
-		// A newer call replaces the older one.
-		mustPark(t, s, "hed", "a", call("c2"))
-		mustPark(t, s, "hed", "a", call("c3"))
-		if _, err := s.Claim(ctx, "hed", "a", "c2"); !errors.Is(err, ErrNoParkedCall) {
-			t.Errorf("Claim of a replaced call: err = %v, want ErrNoParkedCall", err)
+		if _, ok, err := s.Parked(ctx, "hed", "a"); ok || err != nil {
+			t.Errorf("Parked after Claim: ok = %v, err = %v", ok, err)
 		}
-		if _, err := s.Claim(ctx, "hed", "a", "c3"); err != nil {
-			t.Errorf("Claim of the replacing call: %v", err)
+
+		// A second call is refused while one is parked: the first must be closed first.
+		mustPark(t, s, "hed", "a", call("c2"))
+		if err := s.Park(ctx, "hed", "a", call("c3"), msg("tool_use c3")); !errors.Is(err, ErrAlreadyParked) {
+			t.Errorf("Park over a parked call: err = %v, want ErrAlreadyParked", err)
+		}
+		if n := len(history(t, s, "hed", "a")); n != 2 {
+			t.Errorf("a refused Park appended: %d messages, want 2", n)
+		}
+		if _, err := s.Claim(ctx, "hed", "a", "c2", nil, nil); err != nil {
+			t.Errorf("Claim of the first call: %v", err)
 		}
 
 		// Empty and null args come back as nil.
@@ -326,7 +343,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 			p := call("n")
 			p.Args = json.RawMessage(args)
 			mustPark(t, s, "hed", "a", p)
-			got, err := s.Claim(ctx, "hed", "a", "n")
+			got, err := s.Claim(ctx, "hed", "a", "n", nil, nil)
 			if err != nil || got.Args != nil {
 				t.Errorf("args %q: Claim = %s, %v; want nil args", args, got.Args, err)
 			}
@@ -336,6 +353,12 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 		if err := s.Park(ctx, "hed", "a", p); err == nil {
 			t.Error("Park with invalid JSON args succeeded")
 		}
+		if err := s.Park(ctx, "hed", "a", call("badmsg"), json.RawMessage(`{"role":`)); err == nil {
+			t.Error("Park with an invalid message succeeded")
+		}
+		if _, ok, _ := s.Parked(ctx, "hed", "a"); ok {
+			t.Error("a refused Park left a call parked")
+		}
 	})
 
 	t.Run("ClaimExpiry", func(t *testing.T) {
@@ -343,62 +366,79 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 		mustEnsure(t, s, "hed", "a")
 		mustPark(t, s, "hed", "a", call("c1"))
 		c.Advance(DefaultLimits().ParkedTTL - time.Millisecond)
-		if _, err := s.Claim(ctx, "hed", "a", "c1"); err != nil {
+		if _, err := s.Claim(ctx, "hed", "a", "c1", msg("on time"), msg("late")); err != nil {
 			t.Fatalf("Claim 1 ms before ParkedTTL: %v", err)
 		}
 
 		parkedAt := c.Now()
 		mustPark(t, s, "hed", "a", call("c2"))
 		c.Advance(DefaultLimits().ParkedTTL)
-		got, err := s.Claim(ctx, "hed", "a", "c2")
+		got, err := s.Claim(ctx, "hed", "a", "c2", msg("on time 2"), msg("late 2"))
 		if !errors.Is(err, ErrNoParkedCall) {
 			t.Fatalf("Claim after ParkedTTL: err = %v, want ErrNoParkedCall", err)
 		}
 		if d := cmp.Diff(wantCall("c2", parkedAt), got); d != "" {
 			t.Errorf("an expired Claim returns the call (-want +got):\n%s", d)
 		}
-		if got, err := s.Claim(ctx, "hed", "a", "c2"); !errors.Is(err, ErrNoParkedCall) || got.CallID != "" {
+		if d := cmp.Diff([]string{string(msg("on time")), string(msg("late 2"))}, history(t, s, "hed", "a")); d != "" {
+			t.Errorf("an expired Claim appends the late answer (-want +got):\n%s", d)
+		}
+		if got, err := s.Claim(ctx, "hed", "a", "c2", msg("x"), msg("y")); !errors.Is(err, ErrNoParkedCall) || got.CallID != "" {
 			t.Errorf("Claim after an expired Claim = %+v, %v; want nothing, ErrNoParkedCall", got, err)
 		}
-		if _, ok, err := s.Abandon(ctx, "hed", "a"); ok || err != nil {
+		if ok, err := s.Abandon(ctx, "hed", "a", "c2", msg("closed")); ok || err != nil {
 			t.Errorf("the expired call is still parked (ok = %v, err = %v)", ok, err)
 		}
 
 		// A wrong id leaves even an expired call for Abandon to close.
 		mustPark(t, s, "hed", "a", call("c3"))
 		c.Advance(time.Hour)
-		if _, err := s.Claim(ctx, "hed", "a", "other"); !errors.Is(err, ErrNoParkedCall) {
+		if _, err := s.Claim(ctx, "hed", "a", "other", msg("x"), msg("y")); !errors.Is(err, ErrNoParkedCall) {
 			t.Errorf("Claim with a wrong id: err = %v, want ErrNoParkedCall", err)
 		}
-		if got, ok, err := s.Abandon(ctx, "hed", "a"); !ok || err != nil || got.CallID != "c3" {
-			t.Errorf("Abandon of an expired call = %+v, %v, %v; want c3", got, ok, err)
+		if got, ok, err := s.Parked(ctx, "hed", "a"); !ok || err != nil || got.CallID != "c3" {
+			t.Errorf("Parked of an expired call = %+v, %v, %v; want c3", got, ok, err)
+		}
+		if ok, err := s.Abandon(ctx, "hed", "a", "c3", msg("closed c3")); !ok || err != nil {
+			t.Errorf("Abandon of an expired call = %v, %v; want true", ok, err)
+		}
+		if h := history(t, s, "hed", "a"); h[len(h)-1] != string(msg("closed c3")) {
+			t.Errorf("history ends %q, want the closing message", h[len(h)-1])
 		}
 	})
 
 	t.Run("Abandon", func(t *testing.T) {
 		s, c := setup(t)
-		if _, ok, err := s.Abandon(ctx, "hed", "missing"); ok || err != nil {
+		if ok, err := s.Abandon(ctx, "hed", "missing", "c1", msg("x")); ok || err != nil {
 			t.Errorf("Abandon on a missing session: ok = %v, err = %v", ok, err)
 		}
 		mustEnsure(t, s, "hed", "a")
-		if _, ok, err := s.Abandon(ctx, "hed", "a"); ok || err != nil {
+		if ok, err := s.Abandon(ctx, "hed", "a", "c1", msg("x")); ok || err != nil {
 			t.Errorf("Abandon with nothing parked: ok = %v, err = %v", ok, err)
 		}
-		at := c.Now()
 		mustPark(t, s, "hed", "a", call("c1"))
 		c.Advance(time.Second)
-		got, ok, err := s.Abandon(ctx, "hed", "a")
+		if ok, err := s.Abandon(ctx, "hed", "a", "other", msg("x")); ok || err != nil {
+			t.Errorf("Abandon with another id: ok = %v, err = %v", ok, err)
+		}
+		if h := history(t, s, "hed", "a"); len(h) != 0 {
+			t.Errorf("a refused Abandon appended %q", h)
+		}
+		ok, err := s.Abandon(ctx, "hed", "a", "c1", msg("moved on"))
 		if !ok || err != nil {
 			t.Fatalf("Abandon: ok = %v, err = %v", ok, err)
 		}
-		if d := cmp.Diff(wantCall("c1", at), got); d != "" {
-			t.Errorf("Abandon (-want +got):\n%s", d)
+		if d := cmp.Diff([]string{string(msg("moved on"))}, history(t, s, "hed", "a")); d != "" {
+			t.Errorf("history (-want +got):\n%s", d)
 		}
-		if _, err := s.Claim(ctx, "hed", "a", "c1"); !errors.Is(err, ErrNoParkedCall) {
+		if _, err := s.Claim(ctx, "hed", "a", "c1", msg("answer"), nil); !errors.Is(err, ErrNoParkedCall) {
 			t.Errorf("Claim after Abandon: err = %v, want ErrNoParkedCall", err)
 		}
-		if _, ok, _ := s.Abandon(ctx, "hed", "a"); ok {
+		if ok, _ := s.Abandon(ctx, "hed", "a", "c1", msg("again")); ok {
 			t.Error("second Abandon found a call")
+		}
+		if n := len(history(t, s, "hed", "a")); n != 1 {
+			t.Errorf("history has %d messages after the refused calls, want 1", n)
 		}
 		// DeleteSession removes the parked call too.
 		mustPark(t, s, "hed", "a", call("c2"))
@@ -406,8 +446,43 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 			t.Fatal(err)
 		}
 		mustEnsure(t, s, "hed", "a")
-		if _, err := s.Claim(ctx, "hed", "a", "c2"); !errors.Is(err, ErrNoParkedCall) {
+		if _, err := s.Claim(ctx, "hed", "a", "c2", nil, nil); !errors.Is(err, ErrNoParkedCall) {
 			t.Errorf("Claim after DeleteSession: err = %v, want ErrNoParkedCall", err)
+		}
+	})
+
+	// Whatever order concurrent Claims and Abandons of one call run in, exactly one of them
+	// removes it and the history gets exactly one message for it.
+	t.Run("ClaimAbandonRace", func(t *testing.T) {
+		s, _ := setup(t)
+		mustEnsure(t, s, "hed", "a")
+		for round := range 20 {
+			id := fmt.Sprintf("c%d", round)
+			mustPark(t, s, "hed", "a", call(id), msg("use "+id))
+			var wg sync.WaitGroup
+			var won atomic.Int32
+			start := make(chan struct{})
+			for i := range 6 {
+				wg.Go(func() {
+					<-start
+					if i%2 == 0 {
+						if _, err := s.Claim(ctx, "hed", "a", id, msg("result "+id), msg("late "+id)); err == nil {
+							won.Add(1)
+						}
+					} else if ok, err := s.Abandon(ctx, "hed", "a", id, msg("closed "+id)); ok && err == nil {
+						won.Add(1)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			if won.Load() != 1 {
+				t.Fatalf("round %d: %d winners, want 1", round, won.Load())
+			}
+			h := history(t, s, "hed", "a")
+			if len(h) != 2*(round+1) || h[len(h)-2] != string(msg("use "+id)) {
+				t.Fatalf("round %d: history %q", round, h)
+			}
 		}
 	})
 
@@ -547,7 +622,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 			for range n {
 				wg.Go(func() {
 					<-start
-					_, err := s.Claim(ctx, "hed", "a", id)
+					_, err := s.Claim(ctx, "hed", "a", id, msg("answer"), nil)
 					results <- err
 				})
 			}
@@ -665,7 +740,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 			if d := cmp.Diff(want, history(t, s, p[0], p[1])); d != "" {
 				t.Errorf("community %q id %q: history (-want +got):\n%s", p[0], p[1], d)
 			}
-			if _, err := s.Claim(ctx, p[0], p[1], fmt.Sprint("call", i)); err != nil {
+			if _, err := s.Claim(ctx, p[0], p[1], fmt.Sprint("call", i), nil, nil); err != nil {
 				t.Errorf("community %q id %q: Claim: %v", p[0], p[1], err)
 			}
 		}
@@ -746,6 +821,6 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 
 func TestMemory(t *testing.T) {
 	testStore(t, func(t *testing.T, now func() time.Time) Store {
-		return NewMemory(testLimits(), now)
+		return NewMemory(testLimits(), now, nil)
 	})
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -54,4 +56,60 @@ func BenchmarkChatTurn(b *testing.B) {
 		b.ReportMetric(float64(first.Nanoseconds())/float64(b.N), "ns-to-first-event")
 		b.ReportMetric(float64(total.Nanoseconds())/float64(events), "ns/event")
 	})
+}
+
+// BenchmarkChatNewSessions measures chats that each start a new session, sent all at once: 1,100
+// at a time (past the in-memory store's cap of 1,000 sessions per community, so sessions are
+// evicted while others are mid-turn) beside 100 at a time, on a server whose store is already
+// at its cap. It reports the time per chat.
+func BenchmarkChatNewSessions(b *testing.B) {
+	for _, n := range []int{100, 1100} {
+		name := fmt.Sprintf("concurrent=%d", n)
+		if n == 100 {
+			name = "baseline=" + name
+		}
+		b.Run(name, func(b *testing.B) {
+			ts := startServer(b, "--rate-limits", "chat_minute=0,chat_hour=0,resume_minute=0,resume_hour=0")
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}
+			chat := func() error {
+				resp, err := client.Post(ts.URL+"/bids/chat", "application/json", strings.NewReader(`{"message":"hello"}`))
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"event": "done"`) && !strings.Contains(string(body), `"event":"done"`) {
+					return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+				}
+				return nil
+			}
+			batch := func() error {
+				var wg sync.WaitGroup
+				errs := make(chan error, n)
+				for range n {
+					wg.Go(func() {
+						if err := chat(); err != nil {
+							errs <- err
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				return <-errs
+			}
+			for range 1000 / n { // fill the store to its cap first
+				if err := batch(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			chats := 0
+			for b.Loop() {
+				if err := batch(); err != nil {
+					b.Fatal(err)
+				}
+				chats += n
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(chats), "ns/chat")
+		})
+	}
 }

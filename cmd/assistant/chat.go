@@ -77,12 +77,15 @@ func parseCIDRs(s string) ([]*net.IPNet, error) {
 	return out, nil
 }
 
-// openStore is Redis when a URL is set, else memory.
-func openStore(ctx context.Context, url, prefix string, now func() time.Time, log *slog.Logger) (store.Store, error) {
+// openStore is Redis when a URL is set, else memory. artifactMB is the budget of kept run
+// files: for this process in memory, for each community in Redis.
+func openStore(ctx context.Context, url, prefix string, artifactMB int, now func() time.Time, log *slog.Logger) (store.Store, error) {
+	lim := store.DefaultLimits()
+	lim.ArtifactBytes = int64(artifactMB) << 20
 	if url == "" {
-		return store.NewMemory(store.DefaultLimits(), now), nil
+		return store.NewMemory(lim, now, log), nil
 	}
-	st, err := store.NewRedis(ctx, store.RedisOptions{URL: url, Prefix: prefix, Limits: store.DefaultLimits(), Now: now, Logger: log})
+	st, err := store.NewRedis(ctx, store.RedisOptions{URL: url, Prefix: prefix, Limits: lim, Now: now, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("redis: %v", err)
 	}

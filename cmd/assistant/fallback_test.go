@@ -1,8 +1,21 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/sandbox"
 )
 
 // TestServerFallback: a caller that declares no client tools (curl) gets the code run in the
@@ -39,7 +52,7 @@ func TestServerFallback(t *testing.T) {
 	}
 	done := evs[len(evs)-1]
 	// done.content is the whole run's text, the first model call's sentence included.
-	if c, _ := done["content"].(string); !strings.HasPrefix(c, "I will run your code in your browser.") || !strings.Contains(c, "status ok") || !strings.Contains(c, "42") {
+	if c, _ := done["content"].(string); !strings.HasPrefix(c, "I will run your code on the server.") || !strings.Contains(c, "status ok") || !strings.Contains(c, "42") {
 		t.Errorf("done content %q", c)
 	}
 	sid := evs[0]["session_id"].(string)
@@ -77,5 +90,89 @@ func TestServerFallbackMemoryCap(t *testing.T) {
 	}
 	if !strings.Contains(out, "status: oom") || strings.Contains(out, "allocated") {
 		t.Fatalf("a 300 MB allocation under a 128 MB cap:\n%s", out)
+	}
+}
+
+// TestInProcessRunsAreBounded: with --sandbox-workers 0 the server's own runs are admitted as
+// the pool admits them: one per CPU this process may use at once (GOMAXPROCS, set to 1 here),
+// --sandbox-queue more waiting, and past that a *sandbox.OverloadError at once.
+func TestInProcessRunsAreBounded(t *testing.T) {
+	dir := engineDir(t)
+	s, err := parseServe([]string{"--engine-dir", dir, "--sandbox-workers", "0", "--sandbox-queue", "1"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	eng, err := openEngine(ctx, s.engineDir, s.engineCache, 256, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close(ctx) })
+	set := &config.Set{Communities: []*config.Community{{ID: "c", Runtime: &config.Runtime{Python: &config.PythonRuntime{ServerFallback: true}}}}}
+	prev := runtime.GOMAXPROCS(1) // read once, when the runner starts
+	r, stop, err := startRunner(ctx, s, eng, set, log)
+	runtime.GOMAXPROCS(prev)
+	if err != nil || r == nil {
+		t.Fatalf("startRunner = %v, %v", r, err)
+	}
+	t.Cleanup(stop)
+
+	// The first run waits in a fetch until the test lets it go, so it holds the only place.
+	arrived, gate := make(chan struct{}, 4), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-gate:
+			fmt.Fprint(w, "released")
+		case <-req.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	// On a failure, let every run end before the engine closes under it.
+	var wg sync.WaitGroup
+	t.Cleanup(func() { release(); wg.Wait() })
+
+	type outcome struct {
+		res sandbox.Result
+		err error
+	}
+	first := make(chan outcome, 1)
+	wg.Go(func() {
+		res, err := r.run(ctx, sandbox.Request{Source: "import osa\nprint(await osa.fetch_text('" + srv.URL + "/wait'))\n",
+			FetchAllow: []string{srv.URL}, AllowLoopback: true, Timeout: time.Minute})
+		first <- outcome{res, err}
+	})
+	<-arrived
+	// Two more: whichever comes second finds the one waiting place taken and is refused at
+	// once; the other waits, and cannot end before the first run is let go.
+	others := make(chan outcome, 2)
+	for range 2 {
+		wg.Go(func() {
+			res, err := r.run(ctx, sandbox.Request{Source: "import time\ntime.sleep(0.1)\nprint('slept')\n", Timeout: time.Minute})
+			others <- outcome{res, err}
+		})
+	}
+	o := <-others
+	var oe *sandbox.OverloadError
+	if !errors.As(o.err, &oe) {
+		t.Fatalf("the first of two runs past the place to end: %+v, %v; want *sandbox.OverloadError", o.res, o.err)
+	}
+	release()
+	for name, c := range map[string]struct {
+		ch     chan outcome
+		stdout string
+	}{"the first run": {first, "released\n"}, "the queued run": {others, "slept\n"}} {
+		o := <-c.ch
+		if o.err != nil || o.res.Status != sandbox.StatusOK || o.res.Stdout != c.stdout {
+			t.Errorf("%s: %+v, %v; want ok printing %q", name, o.res, o.err, c.stdout)
+		}
 	}
 }

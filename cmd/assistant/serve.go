@@ -22,6 +22,7 @@ import (
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/routers"
 	"github.com/osc-assistant/assistant/runtimelock"
+	"github.com/osc-assistant/assistant/store"
 )
 
 // serveSettings are the settings of assistant serve. Each has a flag and an environment
@@ -46,6 +47,8 @@ type serveSettings struct {
 	sandboxWorkers  int
 	sandboxQueue    int
 	sandboxMemoryMB int
+	// artifactMB bounds the kept files of server-side runs (and uploads).
+	artifactMB      int
 	sandboxLoopback bool
 	// workerBinary is the binary started as sandbox-worker; empty is this one. Tests set it.
 	workerBinary string
@@ -85,8 +88,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&s.prices, "prices", env("ASSISTANT_PRICES"), "JSON file of model prices in USD per million tokens, {\"anthropic/claude-haiku-4-5\": {\"input_per_mtok\": 1, \"output_per_mtok\": 5}}; default: a built-in table (ASSISTANT_PRICES)")
 	fs.StringVar(&s.engineDir, "engine-dir", env("ASSISTANT_ENGINE_DIR"), "the Python engine built by scripts/build_python_wasi.sh; preludes are compile-checked with it (ASSISTANT_ENGINE_DIR)")
 	fs.StringVar(&s.engineCache, "engine-cache", env("ASSISTANT_ENGINE_CACHE"), "wazero's compilation cache directory; default: the user cache directory (ASSISTANT_ENGINE_CACHE)")
-	fs.IntVar(&s.sandboxWorkers, "sandbox-workers", envInt(getenv, "ASSISTANT_SANDBOX_WORKERS", -1), "Python worker processes for server-side runs; -1: one per CPU; 0: run in this process, strict mode (ASSISTANT_SANDBOX_WORKERS)")
-	fs.IntVar(&s.sandboxQueue, "sandbox-queue", envInt(getenv, "ASSISTANT_SANDBOX_QUEUE", 0), "server-side runs that may wait for a worker; beyond it a run is refused at once; 0: 4 per worker (ASSISTANT_SANDBOX_QUEUE)")
+	fs.IntVar(&s.sandboxWorkers, "sandbox-workers", envInt(getenv, "ASSISTANT_SANDBOX_WORKERS", -1), "Python worker processes for server-side runs; -1: one per CPU; 0: run in this process, strict mode, one run per CPU at once (ASSISTANT_SANDBOX_WORKERS)")
+	fs.IntVar(&s.sandboxQueue, "sandbox-queue", envInt(getenv, "ASSISTANT_SANDBOX_QUEUE", 0), "server-side runs that may wait for a worker (or, with --sandbox-workers 0, a place in this process); beyond it a run is refused at once; 0: 4 per worker or place; -1: none (ASSISTANT_SANDBOX_QUEUE)")
+	fs.IntVar(&s.artifactMB, "artifact-mb", envInt(getenv, "ASSISTANT_ARTIFACT_MB", store.DefaultArtifactBytes>>20), "the most MB of server-side runs' files kept at once: for this process without Redis, for each community with it; the oldest go first (ASSISTANT_ARTIFACT_MB)")
 	fs.IntVar(&s.sandboxMemoryMB, "sandbox-memory-mb", envInt(getenv, "ASSISTANT_SANDBOX_MEMORY_MB", 2048), "the most memory one server-side run may use, whatever a community's limits.memory_mb says (ASSISTANT_SANDBOX_MEMORY_MB)")
 	fs.BoolVar(&s.sandboxLoopback, "sandbox-allow-loopback", env("ASSISTANT_SANDBOX_ALLOW_LOOPBACK") == "1", "let server-side osa.fetch reach loopback addresses, for tests (ASSISTANT_SANDBOX_ALLOW_LOOPBACK=1)")
 	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
@@ -109,6 +113,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	case "auto", "json", "text":
 	default:
 		return s, fmt.Errorf("log format %q: want json, text or auto", s.logFormat)
+	}
+	if s.artifactMB < 1 || s.artifactMB > 1<<20 {
+		return s, fmt.Errorf("artifact budget %d MB: want 1 to %d", s.artifactMB, 1<<20)
 	}
 	return s, nil
 }
@@ -213,7 +220,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	} else if err != nil {
 		return nil, nil, err
 	}
-	st, err := openStore(ctx, s.redisURL, s.redisPrefix, s.now, log)
+	st, err := openStore(ctx, s.redisURL, s.redisPrefix, s.artifactMB, s.now, log)
 	if err != nil {
 		return nil, nil, err
 	}
