@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -319,5 +320,66 @@ func TestRedisDefaults(t *testing.T) {
 	}
 	if r.prefix != DefaultRedisPrefix {
 		t.Errorf("default prefix = %q, want %q", r.prefix, DefaultRedisPrefix)
+	}
+}
+
+// TestRedisArtifactBudget: each community's kept run files stay within ArtifactBytes, the oldest
+// runs of any of its sessions going first; other communities have budgets of their own; a run
+// over the whole budget is refused and evicts nothing; deleting a session frees its bytes.
+func TestRedisArtifactBudget(t *testing.T) {
+	ctx := context.Background()
+	l := DefaultLimits()
+	l.ArtifactBytes = 1000
+	s, raw := newTestRedis(t, nil, l)
+	put := func(c, id, call string, n int) error {
+		return s.PutArtifacts(ctx, c, id, call, map[string][]byte{"f": bytes.Repeat([]byte{'x'}, n-1)})
+	}
+	for _, k := range [][2]string{{"a", "s1"}, {"a", "s2"}, {"b", "s1"}} {
+		mustEnsure(t, s, k[0], k[1])
+	}
+	for _, k := range [][3]string{{"a", "s1", "r1"}, {"a", "s2", "r1"}, {"a", "s1", "r2"}, {"b", "s1", "r1"}} {
+		if err := put(k[0], k[1], k[2], 300); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := func(c string) int64 {
+		n, _ := raw.Get(ctx, s.artifactKeys(c).total).Int64()
+		return n
+	}
+	if total("a") != 900 || total("b") != 300 {
+		t.Fatalf("totals a=%d b=%d, want 900 and 300", total("a"), total("b"))
+	}
+	if err := put("a", "s2", "r2", 300); err != nil { // 1200: a/s1/r1, the oldest, goes
+		t.Fatal(err)
+	}
+	if _, err := s.Artifact(ctx, "a", "s1", "r1", "f"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the oldest run survived the budget: %v", err)
+	}
+	for _, k := range [][3]string{{"a", "s2", "r1"}, {"a", "s1", "r2"}, {"a", "s2", "r2"}, {"b", "s1", "r1"}} {
+		if _, err := s.Artifact(ctx, k[0], k[1], k[2], "f"); err != nil {
+			t.Errorf("%v: %v", k, err)
+		}
+	}
+	if total("a") != 900 {
+		t.Errorf("total a = %d, want 900", total("a"))
+	}
+	if err := put("b", "s1", "big", 1001); !errors.Is(err, ErrArtifactBudget) {
+		t.Errorf("a run over the budget: %v, want ErrArtifactBudget", err)
+	}
+	if _, err := s.Artifact(ctx, "b", "s1", "r1", "f"); err != nil || total("b") != 300 {
+		t.Errorf("a refused run changed the community's files: %v, total %d", err, total("b"))
+	}
+	// A session's list of runs forgets the evicted one, so it keeps its newest runs.
+	if n := raw.LLen(ctx, s.artifactKeys("a").runs("s1")).Val(); n != 1 {
+		t.Errorf("s1 lists %d runs, want 1", n)
+	}
+	if err := s.DeleteSession(ctx, "a", "s2"); err != nil {
+		t.Fatal(err)
+	}
+	if total("a") != 300 {
+		t.Errorf("after deleting s2: total a = %d, want 300", total("a"))
+	}
+	if _, err := s.Artifact(ctx, "a", "s1", "r2", "f"); err != nil {
+		t.Errorf("another session's run went with the deleted one: %v", err)
 	}
 }

@@ -176,3 +176,30 @@ func TestInProcessRunsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestServerFallbackArtifactBudget: with --artifact-mb 1, a run whose files exceed the budget
+// still answers, its files are not kept, and its stderr says so, as the browser says when its
+// workspace is full.
+func TestServerFallbackArtifactBudget(t *testing.T) {
+	dir := engineDir(t)
+	ts := startServer(t, "--engine-dir", dir, "--sandbox-workers", "0", "--artifact-mb", "1")
+	code := "import osa\nosa.save_artifact('big.bin', b'x' * 1500000)\nprint('saved')\n"
+	_, evs := ts.chat(t, "nemar", map[string]any{"message": "```python\n" + code + "```"})
+	var end map[string]any
+	for _, e := range evs {
+		if e["event"] == "tool_end" {
+			end = e
+		}
+	}
+	out, _ := end["output"].(string)
+	if !strings.Contains(out, "saved") || !strings.Contains(out, "workspace_full (the server's storage for run files is full)") {
+		t.Errorf("tool_end output:\n%s", out)
+	}
+	if arts, _ := end["artifacts"].([]any); len(arts) != 0 {
+		t.Errorf("artifacts %v, want none kept", arts)
+	}
+	sid, id := evs[0]["session_id"].(string), end["call_id"].(string)
+	if r := ts.do(t, "GET", "/nemar/sessions/"+sid+"/artifacts/"+id+"/big.bin", nil); r.StatusCode != 404 {
+		t.Errorf("the refused file is served: %d", r.StatusCode)
+	}
+}
