@@ -4,34 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
+	"github.com/osc-assistant/assistant/tests/golden"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with the golden file, or rewrites it under -update.
-func golden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("missing golden file (run go test ./config -update): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", file, diff)
-	}
-}
 
 func errorText(t *testing.T, err error) string {
 	t.Helper()
@@ -58,7 +37,7 @@ func TestBadFiles(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%s loaded without error", file)
 			}
-			golden(t, strings.TrimSuffix(file, ".yaml")+".want", []byte(errorText(t, err)))
+			golden.Check(t, strings.TrimSuffix(file, ".yaml")+".want", []byte(errorText(t, err)))
 		})
 	}
 }
@@ -81,7 +60,7 @@ func TestBadDirs(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%s loaded without error", dir)
 			}
-			golden(t, dir+".want", []byte(errorText(t, err)))
+			golden.Check(t, dir+".want", []byte(errorText(t, err)))
 		})
 	}
 	if n == 0 {
@@ -106,7 +85,7 @@ func TestGoodFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, strings.TrimSuffix(file, ".yaml")+".json", append(got, '\n'))
+			golden.Check(t, strings.TrimSuffix(file, ".yaml")+".json", append(got, '\n'))
 		})
 	}
 }

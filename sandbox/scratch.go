@@ -13,6 +13,10 @@ import (
 	wsys "github.com/tetratelabs/wazero/sys"
 )
 
+// errFull is the error for a write or create past the scratch caps. WASI preview 1 has no
+// ENOSPC that wazero can pass on, so the guest sees EIO ("OSError: [Errno 29] I/O error").
+const errFull = expsys.EIO
+
 // scratchFS is the in-memory, writable directory a run sees at /tmp. It lives and dies with
 // one run. It holds regular files and directories only: Symlink and Link are refused, so
 // nothing created here can point anywhere else, and it never touches the host file system.
@@ -21,10 +25,6 @@ import (
 //
 // wazero hands it paths already cleaned and relative to the mount ("." is the root), and
 // serialises nothing, so every method takes the lock.
-// errFull is the error for a write or create past the scratch caps. WASI preview 1 has no
-// ENOSPC that wazero can pass on, so the guest sees EIO ("OSError: [Errno 29] I/O error").
-const errFull = expsys.EIO
-
 type scratchFS struct {
 	expsys.UnimplementedFS
 	mu       sync.Mutex

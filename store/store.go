@@ -64,8 +64,8 @@ type Limits struct {
 	SessionTTL time.Duration
 	// ParkedTTL is how long a parked call waits for its result (900 s).
 	ParkedTTL time.Duration
-	// MaxSessionsPerCommunity bounds the in-memory store (1,000); the least recently active
-	// session without a live parked call is evicted first. Redis relies on TTLs instead.
+	// MaxSessionsPerCommunity bounds the in-memory store (1,000): a new session evicts one that
+	// is not mid-turn (see Memory). Redis relies on TTLs instead.
 	MaxSessionsPerCommunity int
 	// ArtifactBytes bounds the bytes of kept run files (256 MB): for the whole process in
 	// memory, for each community in Redis.
@@ -158,6 +158,7 @@ type Store interface {
 	Close() error
 }
 
+// withDefaults returns l with every zero or negative field set to its DefaultLimits value.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
 	if l.SessionTTL <= 0 {
@@ -175,6 +176,7 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// validCost refuses a cost that is not a finite amount of at least 0 USD.
 func validCost(usd float64) error {
 	if math.IsNaN(usd) || math.IsInf(usd, 0) || usd < 0 {
 		return fmt.Errorf("store: cost must be a finite amount of at least 0 USD, got %v", usd)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,12 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/osc-assistant/assistant/routers"
+	"github.com/osc-assistant/assistant/tests/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // env is a settable environment for the live kill switch.
 type env struct {
@@ -101,26 +98,6 @@ func readAll(t *testing.T, r *http.Response) []byte {
 	return b
 }
 
-func golden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("missing golden (go test ./cmd/assistant -update): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", file, diff)
-	}
-}
-
 func indent(t *testing.T, b []byte) []byte {
 	t.Helper()
 	var out bytes.Buffer
@@ -143,7 +120,7 @@ func TestCommunityConfigGolden(t *testing.T) {
 				if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 					t.Errorf("Content-Type %q", ct)
 				}
-				golden(t, "testdata/public/"+id+"."+dep+".json", indent(t, readAll(t, resp)))
+				golden.Check(t, "testdata/public/"+id+"."+dep+".json", indent(t, readAll(t, resp)))
 				// The trailing-slash form serves the same bytes.
 				slash := ts.do(t, "GET", "/"+id+"/", nil)
 				if slash.StatusCode != 200 || slash.Header.Get("ETag") != resp.Header.Get("ETag") {
