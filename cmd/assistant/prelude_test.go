@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/osc-assistant/assistant/tests/golden"
 )
 
 // engineDir finds the Python engine, or skips; under CI a missing engine fails.
@@ -42,7 +44,7 @@ func TestPreludeCompileChecks(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("bad: exit %d\n%s", code, stderr)
 	}
-	golden(t, "testdata/preludes/bad.want", []byte(stderr))
+	golden.Check(t, "testdata/preludes/bad.want", []byte(stderr))
 }
 
 func runCmdEnv(t *testing.T, environ map[string]string, args ...string) (code int, stdout, stderr string) {
