@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/osc-assistant/assistant/routers"
 	"github.com/osc-assistant/assistant/tests/golden"
 )
