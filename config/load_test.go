@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/osc-assistant/assistant/tests/golden"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/osc-assistant/assistant/tests/golden"
 )
 
 func errorText(t *testing.T, err error) string {
