@@ -284,7 +284,9 @@ func (m *Memory) EnsureSession(ctx context.Context, community, id string) (Sessi
 		m.communities[community] = com
 	}
 	for len(com.sessions) >= m.limits.MaxSessionsPerCommunity {
-		if !m.evict(community, com, now) {
+		ok := m.evict(community, com, now)
+		m.communities[community] = com // evicting its last session removed it
+		if !ok {
 			m.log.LogAttrs(ctx, slog.LevelWarn, "session store full: every session of the community is in a turn",
 				slog.String("community", community), slog.Int("sessions", len(com.sessions)))
 			return Session{}, false, ErrFull
@@ -407,9 +409,13 @@ func (m *Memory) History(ctx context.Context, community, id string) ([]json.RawM
 	return out, nil
 }
 
+// runOverhead is what every kept run counts against the artifact budget besides its files'
+// bytes: its bookkeeping, so many tiny runs cannot fill a store.
+const runOverhead = 1024
+
 // runSize is what a run's files count against the artifact budget.
 func runSize(files map[string][]byte) int64 {
-	var n int64
+	n := int64(runOverhead)
 	for p, b := range files {
 		n += int64(len(p) + len(b))
 	}

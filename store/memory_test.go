@@ -123,24 +123,24 @@ func TestMemoryNeverEvictsLocked(t *testing.T) {
 func TestMemoryArtifactBudget(t *testing.T) {
 	ctx := context.Background()
 	l := DefaultLimits()
-	l.ArtifactBytes = 1000
+	l.ArtifactBytes = 10000
 	m := NewMemory(l, nil, nil)
 	put := func(c, id, call string, n int) error {
-		return m.PutArtifacts(ctx, c, id, call, map[string][]byte{"f": bytes.Repeat([]byte{'x'}, n-1)})
+		return m.PutArtifacts(ctx, c, id, call, map[string][]byte{"f": bytes.Repeat([]byte{'x'}, n-1-runOverhead)})
 	}
 	for i, sid := range []string{"a", "b", "c"} {
 		mustEnsure(t, m, fmt.Sprint("com", i%2), sid)
 	}
 	for i, sid := range []string{"a", "b", "c"} {
-		if err := put(fmt.Sprint("com", i%2), sid, "r1", 300); err != nil {
+		if err := put(fmt.Sprint("com", i%2), sid, "r1", 3000); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := put("com0", "a", "r2", 300); err != nil { // 1200 bytes: a's r1 goes
+	if err := put("com0", "a", "r2", 3000); err != nil { // 12000 bytes: a's r1 goes
 		t.Fatal(err)
 	}
-	if m.runBytes != 900 {
-		t.Errorf("kept %d bytes, want 900", m.runBytes)
+	if m.runBytes != 9000 {
+		t.Errorf("kept %d bytes, want 9000", m.runBytes)
 	}
 	if _, err := m.Artifact(ctx, "com0", "a", "r1", "f"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the oldest run survived the budget: %v", err)
@@ -150,7 +150,7 @@ func TestMemoryArtifactBudget(t *testing.T) {
 			t.Errorf("%v: %v", k, err)
 		}
 	}
-	if err := put("com1", "b", "big", 1001); !errors.Is(err, ErrArtifactBudget) {
+	if err := put("com1", "b", "big", 10001); !errors.Is(err, ErrArtifactBudget) {
 		t.Errorf("a run over the whole budget: %v, want ErrArtifactBudget", err)
 	}
 	if _, err := m.Artifact(ctx, "com1", "b", "r1", "f"); err != nil {
@@ -160,8 +160,8 @@ func TestMemoryArtifactBudget(t *testing.T) {
 	if err := m.DeleteSession(ctx, "com0", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if m.runBytes != 600 {
-		t.Errorf("after deleting a session: %d bytes kept, want 600", m.runBytes)
+	if m.runBytes != 6000 {
+		t.Errorf("after deleting a session: %d bytes kept, want 6000", m.runBytes)
 	}
 }
 
@@ -249,5 +249,20 @@ func TestMemoryDefaults(t *testing.T) {
 	}
 	if _, err := m.Claim(context.Background(), "hed", "a", "x", nil, nil); !errors.Is(err, ErrNoParkedCall) {
 		t.Errorf("Claim: %v", err)
+	}
+}
+
+// TestMemoryCapOfOne: evicting a community's only session must not lose the new one.
+func TestMemoryCapOfOne(t *testing.T) {
+	l := DefaultLimits()
+	l.MaxSessionsPerCommunity = 1
+	m := NewMemory(l, nil, nil)
+	mustEnsure(t, m, "hed", "a")
+	mustEnsure(t, m, "hed", "b")
+	if _, err := m.Session(context.Background(), "hed", "b"); err != nil {
+		t.Errorf("the new session: %v", err)
+	}
+	if _, err := m.Session(context.Background(), "hed", "a"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the evicted session: %v", err)
 	}
 }

@@ -91,8 +91,11 @@ type redisConn interface {
 //	P cost:{c}:YYYY-MM  float (USD)                     TTL 40 days, refreshed by AddCost
 //
 // A session's keys share one hash tag, and so do a community's kept runs, so each multi-key
-// script touches one hash slot. A run whose keys expired still counts toward the total until
-// the budget next needs room, when it is the oldest and goes first.
+// script touches one hash slot. The artifact scripts also reach run keys named in the
+// community's index rather than in KEYS (same slot): a single standalone Redis (or a cluster
+// node that allows it) is what they are written for. A run's files expire with the session's
+// TTL as it was when the run was kept; its entries in the index are forgotten a few at a time by
+// later puts, and count toward the total until then.
 //
 // # When Redis is down or stalls
 //
@@ -612,10 +615,12 @@ func (r *Redis) Lock(ctx context.Context, community, id string, ttl time.Duratio
 	}, nil
 }
 
-// Release retries: from releaseFirst, doubling up to releaseMax.
+// Release retries: from releaseFirst, doubling up to releaseMax, until the lock is released or
+// releaseChecks answers found it not held.
 const (
-	releaseFirst = 100 * time.Millisecond
-	releaseMax   = 2 * time.Second
+	releaseFirst  = 100 * time.Millisecond
+	releaseMax    = 2 * time.Second
+	releaseChecks = 4
 )
 
 // releaseLater keeps trying to release token's lock until it succeeds, the lock's ttl has
@@ -629,6 +634,7 @@ func (r *Redis) releaseLater(community, key, token string, ttl time.Duration) {
 		defer r.wg.Done()
 		deadline := time.Now().Add(ttl)
 		wait := releaseFirst
+		notHeld := 0
 		for time.Now().Before(deadline) {
 			select {
 			case <-r.bg.Done():
@@ -636,11 +642,18 @@ func (r *Redis) releaseLater(community, key, token string, ttl time.Duration) {
 			case <-time.After(wait):
 			}
 			ctx, cancel := context.WithTimeout(r.bg, unlockTimeout)
-			err := unlockScript.Run(ctx, r.c, []string{key}, token).Err()
+			n, err := unlockScript.Run(ctx, r.c, []string{key}, token).Int64()
 			cancel()
-			if err == nil {
+			switch {
+			case err == nil && n == 1:
 				r.log.LogAttrs(r.bg, slog.LevelInfo, "session lock released after a store failure", slog.String("community", community))
 				return
+			case err == nil:
+				// Not held (yet): a take still in flight on a dead connection may land after
+				// this answer, so look a few more times before giving up.
+				if notHeld++; notHeld >= releaseChecks {
+					return
+				}
 			}
 			wait = min(2*wait, releaseMax)
 		}

@@ -329,16 +329,16 @@ func TestRedisDefaults(t *testing.T) {
 func TestRedisArtifactBudget(t *testing.T) {
 	ctx := context.Background()
 	l := DefaultLimits()
-	l.ArtifactBytes = 1000
+	l.ArtifactBytes = 10000
 	s, raw := newTestRedis(t, nil, l)
 	put := func(c, id, call string, n int) error {
-		return s.PutArtifacts(ctx, c, id, call, map[string][]byte{"f": bytes.Repeat([]byte{'x'}, n-1)})
+		return s.PutArtifacts(ctx, c, id, call, map[string][]byte{"f": bytes.Repeat([]byte{'x'}, n-1-runOverhead)})
 	}
 	for _, k := range [][2]string{{"a", "s1"}, {"a", "s2"}, {"b", "s1"}} {
 		mustEnsure(t, s, k[0], k[1])
 	}
 	for _, k := range [][3]string{{"a", "s1", "r1"}, {"a", "s2", "r1"}, {"a", "s1", "r2"}, {"b", "s1", "r1"}} {
-		if err := put(k[0], k[1], k[2], 300); err != nil {
+		if err := put(k[0], k[1], k[2], 3000); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -346,10 +346,10 @@ func TestRedisArtifactBudget(t *testing.T) {
 		n, _ := raw.Get(ctx, s.artifactKeys(c).total).Int64()
 		return n
 	}
-	if total("a") != 900 || total("b") != 300 {
-		t.Fatalf("totals a=%d b=%d, want 900 and 300", total("a"), total("b"))
+	if total("a") != 9000 || total("b") != 3000 {
+		t.Fatalf("totals a=%d b=%d, want 9000 and 3000", total("a"), total("b"))
 	}
-	if err := put("a", "s2", "r2", 300); err != nil { // 1200: a/s1/r1, the oldest, goes
+	if err := put("a", "s2", "r2", 3000); err != nil { // 12000: a/s1/r1, the oldest, goes
 		t.Fatal(err)
 	}
 	if _, err := s.Artifact(ctx, "a", "s1", "r1", "f"); !errors.Is(err, ErrNotFound) {
@@ -360,13 +360,13 @@ func TestRedisArtifactBudget(t *testing.T) {
 			t.Errorf("%v: %v", k, err)
 		}
 	}
-	if total("a") != 900 {
-		t.Errorf("total a = %d, want 900", total("a"))
+	if total("a") != 9000 {
+		t.Errorf("total a = %d, want 9000", total("a"))
 	}
-	if err := put("b", "s1", "big", 1001); !errors.Is(err, ErrArtifactBudget) {
+	if err := put("b", "s1", "big", 10001); !errors.Is(err, ErrArtifactBudget) {
 		t.Errorf("a run over the budget: %v, want ErrArtifactBudget", err)
 	}
-	if _, err := s.Artifact(ctx, "b", "s1", "r1", "f"); err != nil || total("b") != 300 {
+	if _, err := s.Artifact(ctx, "b", "s1", "r1", "f"); err != nil || total("b") != 3000 {
 		t.Errorf("a refused run changed the community's files: %v, total %d", err, total("b"))
 	}
 	// A session's list of runs forgets the evicted one, so it keeps its newest runs.
@@ -376,8 +376,8 @@ func TestRedisArtifactBudget(t *testing.T) {
 	if err := s.DeleteSession(ctx, "a", "s2"); err != nil {
 		t.Fatal(err)
 	}
-	if total("a") != 300 {
-		t.Errorf("after deleting s2: total a = %d, want 300", total("a"))
+	if total("a") != 3000 {
+		t.Errorf("after deleting s2: total a = %d, want 3000", total("a"))
 	}
 	if _, err := s.Artifact(ctx, "a", "s1", "r2", "f"); err != nil {
 		t.Errorf("another session's run went with the deleted one: %v", err)
