@@ -1,7 +1,6 @@
 package routers
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/strictjson"
 	"github.com/osc-assistant/assistant/toolresults"
 )
 
@@ -96,23 +96,32 @@ func (s *Server) feedback(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "feedback_id": id})
 }
 
-// readJSONObject reads a JSON object body of at most limit bytes. Syntax errors become the
-// 422 shape FastAPI gives them.
+// bodyLimits bound the JSON bodies readJSONObject reads, which readBody has already capped in
+// bytes: encoding/json's own nesting bound, and no bound on the number of values.
+var bodyLimits = strictjson.Limits{MaxDepth: 10000}
+
+// readJSONObject reads a JSON object body of at most limit bytes, strictly: a syntax error
+// (trailing data included) becomes FastAPI's json_invalid item, a body that is not an object
+// model_attributes_type, and a key repeated in any object of the body a value_error item at
+// that key, rather than letting one of its values win unseen.
 func readJSONObject(c echo.Context, limit int64) (map[string]any, error) {
 	data, err := readBody(c, limit)
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil || dec.More() {
-		return nil, &validationError{items: []detailItem{{Type: "json_invalid", Loc: []any{"body"}, Msg: "JSON decode error", Input: map[string]any{}, Ctx: map[string]any{"error": jsonErrText(err)}}}}
+	root, err := strictjson.Parse(data, bodyLimits)
+	if err != nil {
+		se := &strictjson.SyntaxError{Code: strictjson.ExpectingValue}
+		errors.As(err, &se)
+		return nil, &validationError{items: []detailItem{toolresults.JSONInvalid([]any{"body"}, data, se)}}
 	}
-	if obj == nil {
-		return nil, &validationError{items: []detailItem{{Type: "model_attributes_type", Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object to extract fields from", Input: nil}}}
+	if root.Kind != strictjson.Object {
+		return nil, &validationError{items: []detailItem{{Type: "model_attributes_type", Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object to extract fields from", Input: toolresults.Echo(root.Interface())}}}
 	}
-	return obj, nil
+	if ve := toolresults.RepeatedKeys(root, []any{"body"}); ve != nil {
+		return nil, ve
+	}
+	return root.Interface().(map[string]any), nil
 }
 
 // readBody reads at most limit bytes of the request body.
@@ -126,13 +135,6 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 		return nil, &apiError{http.StatusBadRequest, "could not read the request body"}
 	}
 	return data, nil
-}
-
-func jsonErrText(err error) string {
-	if err == nil {
-		return "trailing data after the JSON value"
-	}
-	return err.Error()
 }
 
 // bodyCheck collects FastAPI-shaped problems for a decoded JSON object.

@@ -2,15 +2,14 @@ package runtimelock
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/osc-assistant/assistant/strictjson"
 )
 
 // Overlay is a decoded lock overlay: the packages a community adds to the stock Pyodide lock.
@@ -123,16 +122,17 @@ func IsWheelName(name string) bool {
 	return wheelNameRE.MatchString(name)
 }
 
-// Decode parses an overlay strictly. It never relies on encoding/json's struct decoding, which
-// matches keys case-insensitively and lets a repeated key overwrite the first. On failure it
-// returns a *DecodeError listing every problem.
+// Decode parses an overlay strictly, with package strictjson: never with encoding/json's struct
+// decoding, which matches keys case-insensitively and lets a repeated key overwrite the first.
+// On failure it returns a *DecodeError listing every problem.
 func Decode(data []byte) (*Overlay, error) {
-	if !utf8.Valid(data) {
-		return nil, &DecodeError{Problems: []Problem{{Msg: "the overlay is not valid UTF-8"}}}
-	}
-	root, err := parseJSON(data)
+	root, err := strictjson.Parse(data, overlayLimits)
 	if err != nil {
-		return nil, &DecodeError{Problems: []Problem{{Msg: err.Error()}}}
+		msg := err.Error()
+		if se := (*strictjson.SyntaxError)(nil); errors.As(err, &se) {
+			msg = syntaxProblem(data, se)
+		}
+		return nil, &DecodeError{Problems: []Problem{{Msg: msg}}}
 	}
 	var d decoder
 	ov := d.overlay(root)
@@ -141,6 +141,9 @@ func Decode(data []byte) (*Overlay, error) {
 	}
 	return ov, nil
 }
+
+// jsonValue is one parsed JSON value of an overlay.
+type jsonValue = strictjson.Value
 
 type decoder struct {
 	problems []Problem
@@ -151,19 +154,19 @@ func (d *decoder) add(path, msg string) {
 }
 
 func (d *decoder) overlay(v *jsonValue) *Overlay {
-	if v.kind != kindObject {
+	if v.Kind != strictjson.Object {
 		d.add("", msgNotObject)
 		return nil
 	}
 	var ov *Overlay
 	found := false
 	for _, m := range d.members(v, topPath) {
-		if m.key != "packages" {
-			d.add(topPath(m.key), msgExtra)
+		if m.Key != "packages" {
+			d.add(topPath(m.Key), msgExtra)
 			continue
 		}
 		found = true
-		ov = d.packages(m.val)
+		ov = d.packages(m.Value)
 	}
 	if !found {
 		d.add("packages", msgRequired)
@@ -172,20 +175,20 @@ func (d *decoder) overlay(v *jsonValue) *Overlay {
 }
 
 func (d *decoder) packages(v *jsonValue) *Overlay {
-	if v.kind != kindObject {
+	if v.Kind != strictjson.Object {
 		d.add("packages", msgNotObject)
 		return nil
 	}
 	ov := &Overlay{Packages: []Package{}}
 	ok := true
 	for _, m := range d.members(v, entryPath) {
-		p, good := d.entry(m.val, entryPath(m.key), m.key)
+		p, good := d.entry(m.Value, entryPath(m.Key), m.Key)
 		if good {
 			ov.Packages = append(ov.Packages, p)
 		}
 		ok = ok && good
 	}
-	if len(v.members) == 0 {
+	if len(v.Members) == 0 {
 		d.add("packages", msgEmpty)
 	}
 	// Two entries naming one wheel file: only entries that decoded cleanly can be compared.
@@ -204,15 +207,13 @@ func (d *decoder) packages(v *jsonValue) *Overlay {
 
 // members returns an object's members and reports repeated keys, keeping the first; path
 // names a member by its key.
-func (d *decoder) members(v *jsonValue, path func(key string) string) []jsonMember {
-	seen := make(map[string]bool, len(v.members))
-	out := make([]jsonMember, 0, len(v.members))
-	for _, m := range v.members {
-		if seen[m.key] {
-			d.add(path(m.key), msgDuplicate)
+func (d *decoder) members(v *jsonValue, path func(key string) string) []strictjson.Member {
+	out := make([]strictjson.Member, 0, len(v.Members))
+	for _, m := range v.Members {
+		if m.Dup {
+			d.add(path(m.Key), msgDuplicate)
 			continue
 		}
-		seen[m.key] = true
 		out = append(out, m)
 	}
 	return out
@@ -221,7 +222,7 @@ func (d *decoder) members(v *jsonValue, path func(key string) string) []jsonMemb
 func (d *decoder) entry(v *jsonValue, path, key string) (Package, bool) {
 	before := len(d.problems)
 	p := Package{Key: key}
-	if v.kind != kindObject {
+	if v.Kind != strictjson.Object {
 		d.add(path, msgNotObject)
 		return p, false
 	}
@@ -229,39 +230,39 @@ func (d *decoder) entry(v *jsonValue, path, key string) (Package, bool) {
 	nameOK := false
 	field := func(key string) string { return childPath(path, key) }
 	for _, m := range d.members(v, field) {
-		fp := path + "." + m.key
-		if !slices.Contains(entryFields, m.key) {
-			d.add(field(m.key), msgExtra)
+		fp := path + "." + m.Key
+		if !slices.Contains(entryFields, m.Key) {
+			d.add(field(m.Key), msgExtra)
 			continue
 		}
-		present[m.key] = true
-		switch m.key {
+		present[m.Key] = true
+		switch m.Key {
 		case "name":
-			p.Name, nameOK = d.str(m.val, fp)
+			p.Name, nameOK = d.str(m.Value, fp)
 		case "version":
-			p.Version, _ = d.str(m.val, fp)
+			p.Version, _ = d.str(m.Value, fp)
 		case "file_name":
-			if s, ok := d.str(m.val, fp); ok {
+			if s, ok := d.str(m.Value, fp); ok {
 				p.FileName = s
 				if !IsWheelName(s) {
 					d.add(fp, fmt.Sprintf(fmtBadFileName, pyRepr(s)))
 				}
 			}
 		case "package_type":
-			p.PackageType = d.literal(m.val, fp, "package")
+			p.PackageType = d.literal(m.Value, fp, "package")
 		case "install_dir":
-			p.InstallDir = d.literal(m.val, fp, "site")
+			p.InstallDir = d.literal(m.Value, fp, "site")
 		case "sha256":
-			if s, ok := d.str(m.val, fp); ok {
+			if s, ok := d.str(m.Value, fp); ok {
 				p.SHA256 = s
 				if !sha256RE.MatchString(s) {
 					d.add(fp, msgBadSHA256)
 				}
 			}
 		case "imports":
-			p.Imports = d.strList(m.val, fp)
+			p.Imports = d.strList(m.Value, fp)
 		case "depends":
-			p.Depends = d.strList(m.val, fp)
+			p.Depends = d.strList(m.Value, fp)
 		}
 	}
 	for _, f := range entryFields {
@@ -278,11 +279,11 @@ func (d *decoder) entry(v *jsonValue, path, key string) (Package, bool) {
 }
 
 func (d *decoder) str(v *jsonValue, path string) (string, bool) {
-	if v.kind != kindString {
+	if v.Kind != strictjson.String {
 		d.add(path, msgNotString)
 		return "", false
 	}
-	return v.str, true
+	return v.Str, true
 }
 
 func (d *decoder) literal(v *jsonValue, path, want string) string {
@@ -294,12 +295,12 @@ func (d *decoder) literal(v *jsonValue, path, want string) string {
 }
 
 func (d *decoder) strList(v *jsonValue, path string) []string {
-	if v.kind != kindArray {
+	if v.Kind != strictjson.Array {
 		d.add(path, msgNotList)
 		return nil
 	}
-	out := make([]string, 0, len(v.items))
-	for i, item := range v.items {
+	out := make([]string, 0, len(v.Items))
+	for i, item := range v.Items {
 		if s, ok := d.str(item, path+"["+strconv.Itoa(i)+"]"); ok {
 			out = append(out, s)
 		}
@@ -325,119 +326,172 @@ func childPath(path, key string) string {
 	return path + "[" + strconv.Quote(key) + "]"
 }
 
-// A small ordered JSON tree. encoding/json's token stream gives us the syntax checking and
-// string unescaping; we keep object members as a list so order and duplicates survive.
+// overlayLimits bound an overlay's nesting: the top-level object and maxDepth levels of arrays
+// and objects below it (an overlay needs four), so a hostile file cannot recurse the parser
+// into a stack overflow.
+var overlayLimits = strictjson.Limits{MaxDepth: maxDepth + 1}
 
-type jsonKind int
-
-const (
-	kindNull jsonKind = iota
-	kindBool
-	kindNumber
-	kindString
-	kindArray
-	kindObject
-)
-
-type jsonValue struct {
-	kind    jsonKind
-	str     string // string value, or the literal text of a number
-	items   []*jsonValue
-	members []jsonMember
-}
-
-type jsonMember struct {
-	key string
-	val *jsonValue
-}
-
-func parseJSON(data []byte) (*jsonValue, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := parseValue(dec, 0)
-	if err == nil {
-		// One value and nothing after it: json.Decoder would happily read a second one.
-		if _, err = dec.Token(); err == io.EOF {
-			return v, nil
-		}
-		if err == nil {
-			err = errors.New("unexpected data after the top-level value")
-		}
-	}
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = errors.New("unexpected end of input")
-	}
-	line, col := lineCol(data, dec.InputOffset())
-	return nil, fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, err)
-}
-
-// maxDepth bounds nesting, so a hostile file cannot recurse the parser into a stack overflow;
-// an overlay needs four levels.
 const maxDepth = 64
 
-func parseValue(dec *json.Decoder, depth int) (*jsonValue, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("nested more than %d levels deep", maxDepth)
+// syntaxProblem words a JSON syntax error of an overlay as encoding/json's decoder did before
+// overlays were parsed by package strictjson, for the people and tests that read the old
+// messages: "invalid JSON at line 2, column 21: invalid character ',' looking for beginning of
+// object key string".
+func syntaxProblem(data []byte, e *strictjson.SyntaxError) string {
+	if e.Code == strictjson.InvalidUTF8 {
+		return "the overlay is not valid UTF-8"
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			v := &jsonValue{kind: kindObject}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return nil, errors.New("object key is not a string")
-				}
-				val, err := parseValue(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				v.members = append(v.members, jsonMember{key: key, val: val})
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
-		case '[':
-			v := &jsonValue{kind: kindArray}
-			for dec.More() {
-				item, err := parseValue(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				v.items = append(v.items, item)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return v, nil
-		}
-		return nil, fmt.Errorf("unexpected %q", rune(t))
-	case string:
-		return &jsonValue{kind: kindString, str: t}, nil
-	case json.Number:
-		return &jsonValue{kind: kindNumber, str: string(t)}, nil
-	case bool:
-		return &jsonValue{kind: kindBool}, nil
-	case nil:
-		return &jsonValue{kind: kindNull}, nil
-	}
-	return nil, fmt.Errorf("unexpected token %v", tok)
+	off, msg := problem(data, e)
+	line, col := strictjson.LineCol(data, off)
+	return fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, msg)
 }
 
-func lineCol(data []byte, offset int64) (line, col int) {
-	offset = min(max(offset, 0), int64(len(data)))
-	before := data[:offset]
-	line = bytes.Count(before, []byte("\n")) + 1
-	col = utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
-	return line, col
+// problem is the offset and the message of syntaxProblem.
+func problem(data []byte, e *strictjson.SyntaxError) (int, string) {
+	const eof = "unexpected end of input"
+	off := e.Offset
+	if off >= len(data) {
+		// The decoder stopped after the last token it read, before any trailing white space.
+		return len(bytes.TrimRight(data, " \t\r\n")), eof
+	}
+	invalid := func(i int, context string) string { return "invalid character " + quoteChar(data, i) + context }
+	switch e.Code {
+	case strictjson.ExpectingValue:
+		return off, valueProblem(data, off)
+	case strictjson.ExpectingKey:
+		if before := bytes.TrimRight(data[:off], " \t\r\n"); before[len(before)-1] == '{' {
+			return off, invalid(off, "") // the decoder gave no context right after "{"
+		}
+		return off, invalid(off, " looking for beginning of object key string")
+	case strictjson.ExpectingColon:
+		return off, invalid(off, " after object key")
+	case strictjson.ExpectingObjectComma:
+		return off, invalid(off, " after object key:value pair")
+	case strictjson.ExpectingArrayComma:
+		return off, invalid(off, " after array element")
+	case strictjson.ControlCharacter:
+		return stringStart(data, off), invalid(off, " in string literal")
+	case strictjson.InvalidEscape:
+		return stringStart(data, off), invalid(off+1, " in string escape code")
+	case strictjson.InvalidUnicodeEscape:
+		i := off + 2 // the first of the four characters that are not all hexadecimal digits
+		for i < len(data) && i < off+6 && strings.IndexByte("0123456789abcdefABCDEF", data[i]) >= 0 {
+			i++
+		}
+		if i >= len(data) {
+			return stringStart(data, off), eof
+		}
+		return stringStart(data, off), invalid(i, " in \\u hexadecimal character escape")
+	case strictjson.UnterminatedString:
+		return off, eof // at the opening quote, where the decoder stopped
+	case strictjson.TooDeep:
+		return off, fmt.Sprintf("nested more than %d levels deep", maxDepth)
+	case strictjson.ExtraData:
+		// The decoder read one more token and complained about it, or about the data after it.
+		const extra = "unexpected data after the top-level value"
+		switch data[off] {
+		case '{', '[':
+			return off + 1, extra
+		case '}', ']', ',', ':':
+			return off, invalid(off, " looking for beginning of value")
+		}
+		rest := data[off:]
+		var se *strictjson.SyntaxError
+		switch _, err := strictjson.Parse(rest, overlayLimits); {
+		case !errors.As(err, &se):
+			return off + len(bytes.TrimRight(rest, " \t\r\n")), extra
+		case se.Code == strictjson.ExtraData:
+			return off + len(bytes.TrimRight(rest[:se.Offset], " \t\r\n")), extra
+		default:
+			at, msg := problem(rest, se)
+			return off + at, msg
+		}
+	}
+	return off, e.Code.Msg()
+}
+
+// stringStart is the offset of the opening quote of the string that holds the byte at off, where
+// the decoder placed a problem inside a string: the last quote before off that no backslash
+// escapes (the string up to off is well formed).
+func stringStart(data []byte, off int) int {
+	for i := off - 1; i >= 0; i-- {
+		if data[i] != '"' {
+			continue
+		}
+		n := 0
+		for n < i && data[i-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return i
+		}
+	}
+	return off
+}
+
+// valueProblem words a malformed value at off, which strictjson reports as ExpectingValue,
+// as encoding/json's scanner did: a literal or a number names the character that breaks it,
+// or, cut short by the end of the input, is "unexpected end of input" at its start.
+func valueProblem(data []byte, off int) string {
+	if off >= len(data) {
+		return ""
+	}
+	bad := func(i int, where string) string {
+		if i >= len(data) {
+			return "unexpected end of input"
+		}
+		return "invalid character " + quoteChar(data, i) + " " + where
+	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if data[off] != lit[0] {
+			continue
+		}
+		for i := 1; i < len(lit); i++ {
+			if off+i >= len(data) || data[off+i] != lit[i] {
+				return bad(off+i, "in literal "+lit+" (expecting "+quoteChar([]byte(lit), i)+")")
+			}
+		}
+	}
+	// A number fails only where a digit must follow "-", "." or the exponent's "e" and sign.
+	isDigit := func(i int) bool { return i < len(data) && data[i] >= '0' && data[i] <= '9' }
+	i := off
+	if data[i] == '-' {
+		if i++; !isDigit(i) {
+			return bad(i, "in numeric literal")
+		}
+	}
+	if !isDigit(i) {
+		return "invalid character " + quoteChar(data, off) + " looking for beginning of value"
+	}
+	for isDigit(i) {
+		i++
+	}
+	if i < len(data) && data[i] == '.' {
+		if i++; !isDigit(i) {
+			return bad(i, "after decimal point in numeric literal")
+		}
+		for isDigit(i) {
+			i++
+		}
+	}
+	if i++; i < len(data) && (data[i] == '+' || data[i] == '-') {
+		i++
+	}
+	return bad(i, "in exponent of numeric literal")
+}
+
+// quoteChar is the byte at data[off] quoted as encoding/json's errors quote it.
+func quoteChar(data []byte, off int) string {
+	if off >= len(data) {
+		return "''"
+	}
+	switch c := data[off]; c {
+	case '\'':
+		return `'\''`
+	case '"':
+		return `'"'`
+	default:
+		s := strconv.Quote(string(rune(c)))
+		return "'" + s[1:len(s)-1] + "'"
+	}
 }

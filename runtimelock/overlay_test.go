@@ -209,3 +209,47 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Errorf("changing a clone changed the original (-want +got):\n%s", diff)
 	}
 }
+
+// TestSyntaxMessages: the strict parser's syntax errors read as the ones encoding/json's
+// decoder gave before overlays were parsed by package strictjson, message and position (the
+// wants are that decoder's output).
+func TestSyntaxMessages(t *testing.T) {
+	const at = "invalid JSON at line 1, column "
+	cases := []struct{ in, want string }{
+		{"", at + "1: unexpected end of input"},
+		{" \n", at + "1: unexpected end of input"},
+		{`{"a" x`, at + "6: invalid character 'x' after object key"},
+		{`{"a":`, at + "6: unexpected end of input"},
+		{`{"a":x}`, at + "6: invalid character 'x' looking for beginning of value"},
+		{`{"a":tru`, at + "6: unexpected end of input"},
+		{`{"a":trux}`, at + "6: invalid character 'x' in literal true (expecting 'e')"},
+		{`{"a":-}`, at + "6: invalid character '}' in numeric literal"},
+		{`{"a":1.x}`, at + "6: invalid character 'x' after decimal point in numeric literal"},
+		{`{"a":1e+}`, at + "6: invalid character '}' in exponent of numeric literal"},
+		{`{"a":01}`, at + "7: invalid character '1' after object key:value pair"},
+		{`[1 2]`, at + "4: invalid character '2' after array element"},
+		{`[1,]`, at + "4: invalid character ']' looking for beginning of value"},
+		{`{"a":1,}`, at + "8: invalid character '}' looking for beginning of object key string"},
+		{`{,}`, at + "2: invalid character ','"},
+		{"{\"a\":\"b\nc\"}", at + `6: invalid character '\n' in string literal`},
+		{`{"a":"x\"\\\q"}`, at + "6: invalid character 'q' in string escape code"},
+		{`{"a":"\u12x4"}`, at + `6: invalid character 'x' in \u hexadecimal character escape`},
+		{`{"a":"\u12`, at + "6: unexpected end of input"},
+		{`{"a":"abc`, at + "6: unexpected end of input"},
+		{`{}}`, at + "3: invalid character '}' looking for beginning of value"},
+		{`{} {}`, at + "5: unexpected data after the top-level value"},
+		{`{}x`, at + "3: invalid character 'x' looking for beginning of value"},
+		{`{} "a" x`, at + "7: unexpected data after the top-level value"},
+		{`{},`, at + "3: invalid character ',' looking for beginning of value"},
+		{"\ufeff{}", at + "1: invalid character 'ï' looking for beginning of value"},
+		{`{"a":'b'}`, at + `6: invalid character '\'' looking for beginning of value`},
+		{`{"a":NaN}`, at + "6: invalid character 'N' looking for beginning of value"},
+		{"{\"a\":\"\xff\"}", "the overlay is not valid UTF-8"},
+	}
+	for _, tc := range cases {
+		_, err := Decode([]byte(tc.in))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Decode(%q):\n got %v\nwant %s", tc.in, err, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package toolresults
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/strictjson"
 )
 
 // noMax means a string has no length cap.
@@ -54,9 +56,9 @@ var (
 // Numbers for integer fields must be integral: 1.0 is accepted, 1.5 is refused, and so are
 // strings such as "1" and booleans, which pydantic's lax mode would accept.
 func Decode(data []byte) (*Result, error) {
-	root, serr := parseJSON(data)
-	if serr != nil {
-		return nil, &ValidationError{Errors: []FieldError{jsonInvalid(path{}, data, serr)}}
+	root, err := strictjson.Parse(data, parseLimits)
+	if err != nil {
+		return nil, syntaxError(path{}, data, err)
 	}
 	var c checker
 	r := c.result(root, path{})
@@ -80,9 +82,9 @@ func DecodeResume(data []byte) (*ResumeRequest, error) {
 	if len(data) == 0 {
 		return nil, &ValidationError{Errors: []FieldError{{Type: "missing", Loc: at, Msg: msgMissing}}}
 	}
-	root, serr := parseJSON(data)
-	if serr != nil {
-		return nil, &ValidationError{Errors: []FieldError{jsonInvalid(at, data, serr)}}
+	root, err := strictjson.Parse(data, parseLimits)
+	if err != nil {
+		return nil, syntaxError(at, data, err)
 	}
 	var c checker
 	req := c.resume(root, at)
@@ -92,15 +94,13 @@ func DecodeResume(data []byte) (*ResumeRequest, error) {
 	return req, nil
 }
 
-func jsonInvalid(at path, data []byte, e *syntaxError) FieldError {
-	pos := utf8.RuneCount(data[:e.off])
-	return FieldError{
-		Type:  "json_invalid",
-		Loc:   at.with(pos),
-		Msg:   msgJSON,
-		Input: map[string]any{},
-		Ctx:   map[string]any{"error": e.msg},
+// syntaxError is the error of a document strictjson.Parse refused with err.
+func syntaxError(at path, data []byte, err error) *ValidationError {
+	var se *strictjson.SyntaxError
+	if !errors.As(err, &se) {
+		se = &strictjson.SyntaxError{Code: strictjson.ExpectingValue}
 	}
+	return &ValidationError{Errors: []FieldError{JSONInvalid(at, data, se)}}
 }
 
 // path is a loc under construction. with always copies, so stored locs never share memory.
@@ -154,77 +154,55 @@ func (c *checker) missing(at path, parent *node) {
 	c.add("missing", at, msgMissing, echo(parent), nil)
 }
 
-// lateKey is an unknown or repeated key of an object, reported after the object's fields.
-type lateKey struct {
-	m   member
-	dup bool
-}
-
 // fields looks up the declared names in an object. A value that is not an object is reported
-// and ok is false. Unknown and repeated keys come back as late keys, which the caller reports
-// (addLate) after its fields' own errors, as pydantic orders them; a repeated key's later
-// value is not looked at.
-func (c *checker) fields(n *node, at path, names []string) (vals []*node, late []lateKey, ok bool) {
-	if n.kind != kindObject {
+// and ok is false. Unknown and repeated keys come back as late members, which the caller
+// reports (addLate) after its fields' own errors, as pydantic orders them; a repeated key's
+// later value is not looked at.
+func (c *checker) fields(n *node, at path, names []string) (vals []*node, late []strictjson.Member, ok bool) {
+	if n.Kind != strictjson.Object {
 		c.add("model_attributes_type", at, msgModelType, echo(n), nil)
 		return nil, nil, false
 	}
 	vals = make([]*node, len(names))
-	var seen map[string]bool
-	if len(n.members) > 16 {
-		seen = make(map[string]bool, len(n.members))
-	}
-	for i, m := range n.members {
-		dup := false
-		if seen != nil {
-			dup = seen[m.key]
-			seen[m.key] = true
-		} else {
-			for _, e := range n.members[:i] {
-				if e.key == m.key {
-					dup = true
-					break
-				}
-			}
-		}
-		switch idx := slices.Index(names, m.key); {
-		case dup || idx < 0:
-			late = append(late, lateKey{m: m, dup: dup})
+	for _, m := range n.Members {
+		switch idx := slices.Index(names, m.Key); {
+		case m.Dup || idx < 0:
+			late = append(late, m)
 		default:
-			vals[idx] = m.val
+			vals[idx] = m.Value
 		}
 	}
 	return vals, late, true
 }
 
-// addLate reports the late keys of the object at at. Their items are built only while there
-// is room for them; a key is cut in loc as it is in an echo.
-func (c *checker) addLate(at path, late []lateKey) {
-	for _, l := range late {
+// addLate reports the late members of the object at at. Their items are built only while
+// there is room for them; a key is cut in loc as it is in an echo.
+func (c *checker) addLate(at path, late []strictjson.Member) {
+	for _, m := range late {
 		if !c.room() {
 			continue
 		}
-		fe := FieldError{Type: "extra_forbidden", Loc: at.with(ClipKey(l.m.key)), Msg: msgExtra, Input: echoAt(l.m.val, l.m.key)}
-		if l.dup {
-			fe.Type, fe.Msg, fe.Ctx = "value_error", "Value error, "+msgDuplicate, map[string]any{"error": msgDuplicate}
+		if m.Dup {
+			c.errs = append(c.errs, RepeatedKey(at, m))
+			continue
 		}
-		c.errs = append(c.errs, fe)
+		c.errs = append(c.errs, FieldError{Type: "extra_forbidden", Loc: at.with(ClipKey(m.Key)), Msg: msgExtra, Input: echoAt(m.Value, m.Key)})
 	}
 }
 
 // str checks a string of minChars..maxChars code points (maxChars noMax: no cap).
 func (c *checker) str(v *node, at path, minChars int, maxChars int) (string, bool) {
-	if v.kind != kindString {
+	if v.Kind != strictjson.String {
 		c.add("string_type", at, msgStringType, echo(v), nil)
 		return "", false
 	}
-	if v.loneSurrogate {
+	if v.LoneSurrogate {
 		c.add("string_unicode", at, msgStringUnicode, echo(v), nil)
 		return "", false
 	}
 	n := 0
 	if minChars > 0 || maxChars != noMax {
-		n = utf8.RuneCountInString(v.str)
+		n = utf8.RuneCountInString(v.Str)
 	}
 	switch {
 	case n < minChars:
@@ -232,15 +210,15 @@ func (c *checker) str(v *node, at path, minChars int, maxChars int) (string, boo
 			map[string]any{"min_length": minChars})
 		return "", false
 	case maxChars != noMax && n > maxChars:
-		c.push(StringTooLong(at, v.str, maxChars))
+		c.push(StringTooLong(at, v.Str, maxChars))
 		return "", false
 	}
-	return v.str, true
+	return v.Str, true
 }
 
 // optStr is str for a field that may be null.
 func (c *checker) optStr(v *node, at path, maxChars int) (*string, bool) {
-	if v.kind == kindNull {
+	if v.Kind == strictjson.Null {
 		return nil, true
 	}
 	s, ok := c.str(v, at, 0, maxChars)
@@ -253,26 +231,26 @@ func (c *checker) optStr(v *node, at path, maxChars int) (*string, bool) {
 // list checks a list of at most maxItems items. Like pydantic, a list over its cap gets that
 // one error and its items are not reported on.
 func (c *checker) list(v *node, at path, maxItems int) ([]*node, bool) {
-	if v.kind != kindArray {
+	if v.Kind != strictjson.Array {
 		c.add("list_type", at, msgListType, echo(v), nil)
 		return nil, false
 	}
-	if len(v.items) > maxItems {
+	if len(v.Items) > maxItems {
 		c.add("too_long", at,
-			fmt.Sprintf("List should have at most %s after validation, not %d", plural(maxItems, "item"), len(v.items)),
-			echo(v), map[string]any{"field_type": "List", "max_length": maxItems, "actual_length": len(v.items)})
+			fmt.Sprintf("List should have at most %s after validation, not %d", plural(maxItems, "item"), len(v.Items)),
+			echo(v), map[string]any{"field_type": "List", "max_length": maxItems, "actual_length": len(v.Items)})
 		return nil, false
 	}
-	return v.items, true
+	return v.Items, true
 }
 
 // integer checks an integral number in ge..le.
 func (c *checker) integer(v *node, at path, ge, le int64) (int64, bool) {
-	if v.kind != kindNumber {
+	if v.Kind != strictjson.Number {
 		c.add("int_type", at, msgIntType, echo(v), nil)
 		return 0, false
 	}
-	x, class := parseInteger(v.str)
+	x, class := parseInteger(v.Str)
 	switch {
 	case class == intFraction:
 		c.add("int_from_float", at, msgIntFloat, echo(v), nil)
@@ -341,11 +319,11 @@ func (c *checker) result(n *node, at path) *Result {
 		r.CallID, _ = c.str(v, at.with("call_id"), 1, int(limits.MaxCallIDChars))
 	}
 	if v := vals[1]; v != nil {
-		if v.kind != kindString || !slices.Contains(statuses, v.str) {
+		if v.Kind != strictjson.String || !slices.Contains(statuses, v.Str) {
 			c.add("literal_error", at.with("status"), "Input should be "+statusExpected, echo(v),
 				map[string]any{"expected": statusExpected})
 		} else {
-			r.Status = v.str
+			r.Status = v.Str
 		}
 	}
 	for i, f := range []struct {
@@ -461,7 +439,7 @@ func (c *checker) resume(n *node, at path) *ResumeRequest {
 	if v := vals[2]; v != nil {
 		req.Model, _ = c.optStr(v, at.with("model"), int(limits.MaxModelChars))
 	}
-	if v := vals[3]; v != nil && v.kind != kindNull {
+	if v := vals[3]; v != nil && v.Kind != strictjson.Null {
 		req.PageContext = c.pageContext(v, at.with("page_context"))
 	}
 	if v := vals[4]; v != nil {

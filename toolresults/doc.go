@@ -4,7 +4,7 @@
 //
 // It does three things:
 //
-//   - Decode and DecodeResume parse JSON with their own strict parser (keys match exactly; an
+//   - Decode and DecodeResume parse JSON with package strictjson (keys match exactly; an
 //     unknown or repeated key, trailing data, NaN, nesting deeper than 64 levels and more than
 //     1024 values are refused), check every field against the caps of package limits
 //     (character caps count code points, as Python's len() does), and collect the problems

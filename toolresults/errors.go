@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/osc-assistant/assistant/strictjson"
 )
 
 // FieldError is one problem with a request, in the shape of one item of the 422 body FastAPI
@@ -176,24 +178,24 @@ func (e *echoer) key(k string) string {
 }
 
 func (e *echoer) node(n *node, key string, depth int) any {
-	switch n.kind {
-	case kindNull:
+	switch n.Kind {
+	case strictjson.Null:
 		e.left -= 4
 		return nil
-	case kindBool:
+	case strictjson.Bool:
 		e.left -= 5
-		return n.boolean
-	case kindNumber:
-		e.left -= len(n.str)
-		return json.Number(n.str)
-	case kindString:
-		return e.str(n.str, key)
-	case kindArray:
+		return n.Bool
+	case strictjson.Number:
+		e.left -= len(n.Str)
+		return json.Number(n.Str)
+	case strictjson.String:
+		return e.str(n.Str, key)
+	case strictjson.Array:
 		if depth == 0 {
 			return cutMark
 		}
-		out := make([]any, 0, min(len(n.items), echoEntries+1))
-		for i, it := range n.items {
+		out := make([]any, 0, min(len(n.Items), echoEntries+1))
+		for i, it := range n.Items {
 			if i == echoEntries || e.left <= 0 {
 				out = append(out, cutMark)
 				break
@@ -206,14 +208,14 @@ func (e *echoer) node(n *node, key string, depth int) any {
 		if depth == 0 {
 			return cutMark
 		}
-		out := make(map[string]any, min(len(n.members), echoEntries+1))
-		for i, m := range n.members {
+		out := make(map[string]any, min(len(n.Members), echoEntries+1))
+		for i, m := range n.Members {
 			if i == echoEntries || e.left <= 0 {
-				out[cutMark] = strconv.Itoa(len(n.members)-i) + " more"
+				out[cutMark] = strconv.Itoa(len(n.Members)-i) + " more"
 				break
 			}
-			if k := e.key(m.key); !has(out, k) {
-				out[k] = e.node(m.val, m.key, depth-1)
+			if k := e.key(m.Key); !has(out, k) {
+				out[k] = e.node(m.Value, m.Key, depth-1)
 			}
 		}
 		return out

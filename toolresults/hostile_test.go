@@ -54,7 +54,7 @@ func TestHostileInputCost(t *testing.T) {
 			if got := after.TotalAlloc - before.TotalAlloc; got > 2*uint64(len(tc.body)) {
 				t.Errorf("a %d-byte body allocated %d bytes", len(tc.body), got)
 			}
-			if n := len(err.(*ValidationError).Errors); n > 2*maxValues {
+			if n := len(err.(*ValidationError).Errors); n > 2*parseLimits.MaxValues {
 				t.Errorf("%d errors", n)
 			}
 		})
