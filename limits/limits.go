@@ -95,6 +95,36 @@ const (
 	MaxModelInstructionChars CodePoints = 4000
 )
 
+// Workspace caps: what one run may save with osa.save_script and osa.save_artifact, in the
+// server's runtime and in the browser's alike (the community's tool description promises them to
+// the model). A save over a cap is refused with osa.SaveRefused; nothing is cut.
+const (
+	// MaxSavedFiles caps the files one run may save; a result lists each as an artifact, so it
+	// is the artifact cap.
+	MaxSavedFiles = MaxArtifacts
+	// MaxSavedFileBytes caps one saved file: 10 MiB.
+	MaxSavedFileBytes Bytes = 10 << 20
+	// MaxSavedBytes caps all the files of one run together: 25 MiB.
+	MaxSavedBytes Bytes = 25 << 20
+)
+
+// The browser's store of full outputs, which get_full_output pages through (api.md §6.6).
+const (
+	// MaxCapturedChars caps what a runtime keeps of one stream of one run: the first and the
+	// last this many characters, and the count.
+	MaxCapturedChars CodePoints = 262144
+	// FullOutputRuns is how many runs' full output the page keeps.
+	FullOutputRuns = 16
+	// FullOutputTotalChars caps the characters the page keeps for all those runs together (the
+	// oldest go first).
+	FullOutputTotalChars CodePoints = 16_000_000
+)
+
+// SealedImportRoots are the top-level modules that reach JavaScript in the browser's runtime:
+// its seal removes and refuses them, and importing one before the seal gains nothing (config.md
+// §4.1). Callers must not modify it.
+var SealedImportRoots = []string{"micropip", "js", "pyodide", "pyodide_js", "pyodide_http", "ctypes"}
+
 // Bound is an inclusive range for one RuntimeLimits field. Max 0 means no upper bound.
 type Bound struct {
 	Default int

@@ -1,6 +1,9 @@
 package limits
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestValuesMatchReference pins every cap to the reference's table (config.md §5), so a drift
 // is caught here rather than by a widget that suddenly gets 422s.
@@ -33,6 +36,12 @@ func TestValuesMatchReference(t *testing.T) {
 		{"MaxPreludeChars", int(MaxPreludeChars), 4000},
 		{"MaxImportBeforeSeal", MaxImportBeforeSeal, 16},
 		{"MaxImportNameChars", int(MaxImportNameChars), 200},
+		{"MaxSavedFiles", MaxSavedFiles, 32},
+		{"MaxSavedFileBytes", int(MaxSavedFileBytes), 10 * 1024 * 1024},
+		{"MaxSavedBytes", int(MaxSavedBytes), 25 * 1024 * 1024},
+		{"MaxCapturedChars", int(MaxCapturedChars), 262144},
+		{"FullOutputRuns", FullOutputRuns, 16},
+		{"FullOutputTotalChars", int(FullOutputTotalChars), 16000000},
 		{"MemoryMB.Default", Runtime.MemoryMB.Default, 1536},
 		{"MemoryMB.Min", Runtime.MemoryMB.Min, 64},
 		{"StdoutChars.Min", Runtime.StdoutChars.Min, 256},
@@ -47,6 +56,9 @@ func TestValuesMatchReference(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s = %d, want %d", tc.name, tc.got, tc.want)
 		}
+	}
+	if got, want := strings.Join(SealedImportRoots, " "), "micropip js pyodide pyodide_js pyodide_http ctypes"; got != want {
+		t.Errorf("SealedImportRoots = %s, want %s", got, want)
 	}
 }
 

@@ -289,10 +289,12 @@ func (s *Server) demoRedirect(c echo.Context) error {
 	return c.Redirect(http.StatusPermanentRedirect, target)
 }
 
-// demoConfig is what the server tells the page beyond GET /{c}: where Pyodide comes from.
+// demoConfig is what the server tells the page beyond GET /{c}: where Pyodide comes from, and
+// the server's caps that the page and its runtime apply (package limits, through web).
 type demoConfig struct {
 	Community string      `json:"community"`
 	Pyodide   demoPyodide `json:"pyodide"`
+	Limits    web.Limits  `json:"limits"`
 }
 
 type demoPyodide struct {
@@ -310,7 +312,7 @@ type demoPyodide struct {
 
 // pageSetup works out a community's page config and Content-Security-Policy.
 func (s *Server) pageSetup(d *demoSite, cc *community) (demoConfig, string) {
-	cfg := demoConfig{Community: cc.cfg.ID}
+	cfg := demoConfig{Community: cc.cfg.ID, Limits: web.PageLimits()}
 	connect := []string{"'self'"}
 	script := []string{"'self'", "'wasm-unsafe-eval'"}
 	py := pythonOf(cc.cfg)

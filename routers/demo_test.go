@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/limits"
 )
 
 // fakePyodide writes a folder that looks like the npm pyodide package, plus files the route
@@ -374,6 +375,50 @@ func TestCSPOrigin(t *testing.T) {
 		got, ok := cspOrigin(in)
 		if got != want || ok != (want != "") {
 			t.Errorf("cspOrigin(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
+
+// The page and config.json carry the server's caps, from package limits: app.js and the worker
+// read every cap they apply from there.
+func TestDemoConfigLimits(t *testing.T) {
+	s := newDemoServer(t, "", map[string]string{envPyodideDir: fakePyodide(t)})
+	page := demoConfigRE.FindStringSubmatch(get(t, s, "/nemar/demo/").Body.String())
+	if page == nil {
+		t.Fatal("no config in the page")
+	}
+	for name, body := range map[string][]byte{"page": []byte(page[1]), "config.json": get(t, s, "/nemar/demo/config.json").Body.Bytes()} {
+		var cfg struct {
+			Limits map[string]any `json:"limits"`
+		}
+		if err := json.Unmarshal(body, &cfg); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		l := cfg.Limits
+		for key, want := range map[string]int{
+			"stdout_chars": int(limits.MaxStdoutChars), "stderr_chars": int(limits.MaxStderrChars),
+			"summary_chars": int(limits.MaxSummaryChars), "images": limits.MaxImages,
+			"image_bytes": int(limits.MaxImageBytes), "image_px": int(limits.MaxImageEdgePx),
+			"call_id_chars": int(limits.MaxCallIDChars), "saved_files": limits.MaxSavedFiles,
+			"saved_file_bytes": int(limits.MaxSavedFileBytes), "saved_bytes": int(limits.MaxSavedBytes),
+			"artifact_name_chars": int(limits.MaxArtifactNameChars), "captured_chars": int(limits.MaxCapturedChars),
+			"full_output_runs": limits.FullOutputRuns, "full_output_total_chars": int(limits.FullOutputTotalChars),
+			"runs_per_reply": limits.MaxBrowserRunsPerReply, "page_url_chars": int(limits.MaxPageURLChars),
+		} {
+			if got, ok := l[key].(float64); !ok || int(got) != want {
+				t.Errorf("%s: limits.%s = %v, want %d", name, key, l[key], want)
+			}
+		}
+		if got, _ := json.Marshal(l["sealed_import_roots"]); string(got) != `["micropip","js","pyodide","pyodide_js","pyodide_http","ctypes"]` {
+			t.Errorf("%s: sealed_import_roots = %s", name, got)
+		}
+		d, _ := l["defaults"].(map[string]any)
+		r := limits.Runtime
+		for key, want := range map[string]int{"stdout_chars": r.StdoutChars.Default, "stderr_chars": r.StderrChars.Default,
+			"images": r.Images.Default, "image_px": r.ImagePx.Default, "exec_seconds": r.ExecSeconds.Default} {
+			if got, ok := d[key].(float64); !ok || int(got) != want {
+				t.Errorf("%s: limits.defaults.%s = %v, want %d", name, key, d[key], want)
+			}
 		}
 	}
 }

@@ -33,8 +33,9 @@
 //   - the community's policy inside the guest, given as plain values in the Request (osa.go,
 //     egress.go, wheels.go): the prelude runs first, top-level await allowed in it and in the
 //     code; overlay wheels mounted read-only at /opt/osa/wheels and imported zipped; the osa
-//     module, whose fetch, fetch_bytes, fetch_text, save_script and save_artifact reach the
-//     host through a device file, /dev/osa/call, where every rule is enforced (CheckURL, the
+//     module (web/osa, the one the browser's runtime runs too, with this runtime's transport,
+//     osa_device.py), whose fetch, fetch_bytes, fetch_text, save_script and save_artifact reach
+//     the host through a device file, /dev/osa/call, where every rule is enforced (CheckURL, the
 //     browser's fetch_allow rule; no redirects; no private, loopback or link-local address
 //     after DNS resolution; size and time caps; the workspace caps); an import of a package
 //     the runtime lacks fails naming what it has; bytecode for the driver, osa and the wheels

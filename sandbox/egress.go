@@ -60,7 +60,8 @@ var fetchMethods = map[string]bool{
 }
 
 // CheckURL decides whether executed code may fetch target under fetchAllow, exactly as the
-// browser runtime does (config.md §4.4): target must parse as an absolute URL, use http or
+// browser runtime does (config.md §4.4; checkUrl in web/static/lib.mjs, and the cases both run
+// in web/testdata/fetch_allow.json): target must parse as an absolute URL, use http or
 // https and carry no username or password, and some entry E must have the same origin
 // (scheme, host and port) with target's path, "/" appended if missing, starting with E's path,
 // "/" appended if missing. The query is ignored. Entries that do not parse as absolute http(s)

@@ -2,11 +2,14 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,93 +39,41 @@ var testHosts = map[string][]netip.Addr{
 	"mixed.test": {netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("127.0.0.1")},
 }
 
-// TestCheckURL mirrors config.md §4.4 and the browser's checkUrl (web/static/lib.mjs).
+// TestCheckURL runs the fetch_allow rule's vectors (web/testdata/fetch_allow.json), which the
+// browser's checkUrl (web/static/lib.mjs) runs too, so both runtimes decide alike.
 func TestCheckURL(t *testing.T) {
-	nemar := []string{"https://zarr.nemar.org/"}
-	tests := []struct {
-		target string
-		allow  []string
-		want   string // the URL fetched, or "!reason"
-	}{
-		// An origin with or without a trailing slash grants the whole origin.
-		{"https://zarr.nemar.org/ds004504/zarr/index.json", []string{"https://zarr.nemar.org"}, "https://zarr.nemar.org/ds004504/zarr/index.json"},
-		{"https://zarr.nemar.org/ds004504/zarr/index.json", nemar, "https://zarr.nemar.org/ds004504/zarr/index.json"},
-		{"https://zarr.nemar.org", nemar, "https://zarr.nemar.org/"},
-		{"https://zarr.nemar.org/", []string{"https://zarr.nemar.org"}, "https://zarr.nemar.org/"},
-		// A path grants itself and what is below it, at a segment boundary.
-		{"https://h/data", []string{"https://h/data"}, "https://h/data"},
-		{"https://h/data/", []string{"https://h/data"}, "https://h/data/"},
-		{"https://h/data/x/y.json", []string{"https://h/data"}, "https://h/data/x/y.json"},
-		{"https://h/data/x", []string{"https://h/data/"}, "https://h/data/x"},
-		{"https://h/data", []string{"https://h/data/"}, "https://h/data"},
-		{"https://h/database", []string{"https://h/data"}, "!not_in_fetch_allow"},
-		{"https://h/dat", []string{"https://h/data"}, "!not_in_fetch_allow"},
-		{"https://h/", []string{"https://h/data"}, "!not_in_fetch_allow"},
-		// The query is ignored when matching and kept when fetching; the fragment is dropped.
-		{"https://h/data?x=/../secret", []string{"https://h/data"}, "https://h/data?x=/../secret"},
-		{"https://h/data/a#frag", []string{"https://h/data?q=1"}, "https://h/data/a"},
-		{"https://h/other?data", []string{"https://h/data"}, "!not_in_fetch_allow"},
-		// Same origin: scheme, host and port.
-		{"http://zarr.nemar.org/x", nemar, "!not_in_fetch_allow"},
-		{"https://zarr.nemar.org:8443/x", nemar, "!not_in_fetch_allow"},
-		{"https://zarr.nemar.org:443/x", nemar, "https://zarr.nemar.org/x"},
-		{"https://zarr.nemar.org./x", nemar, "!not_in_fetch_allow"},
-		{"https://evil.zarr.nemar.org/x", nemar, "!not_in_fetch_allow"},
-		{"https://zarr.nemar.org.evil.com/x", nemar, "!not_in_fetch_allow"},
-		{"HTTPS://ZARR.Nemar.ORG/x", nemar, "https://zarr.nemar.org/x"},
-		{"http://h:80/a", []string{"http://h/"}, "http://h/a"},
-		{"http://h:8080/a", []string{"http://h:8080"}, "http://h:8080/a"},
-		{"http://h:8080/a", []string{"http://h"}, "!not_in_fetch_allow"},
-		// Dot segments are resolved before matching, as a browser does, also when escaped.
-		{"https://h/data/../secret", []string{"https://h/data"}, "!not_in_fetch_allow"},
-		{"https://h/data/%2e%2e/secret", []string{"https://h/data"}, "!not_in_fetch_allow"},
-		{"https://h/data/.%2E/secret", []string{"https://h/data"}, "!not_in_fetch_allow"},
-		{"https://h/data/x/../y", []string{"https://h/data"}, "https://h/data/y"},
-		{"https://h/data/./y", []string{"https://h/data"}, "https://h/data/y"},
-		{"https://h/data/x/..", []string{"https://h/data"}, "https://h/data/"},
-		{"https://h/../../data/y", []string{"https://h/data"}, "https://h/data/y"},
-		{`https://h/data\..\secret`, []string{"https://h/data"}, "!not_in_fetch_allow"},
-		{`https:\\h\data\y`, []string{"https://h/data"}, "https://h/data/y"},
-		{"https:h/data/y", []string{"https://h/data"}, "https://h/data/y"},
-		{" https://h/data/y\n", []string{"https://h/data"}, "https://h/data/y"},
-		{"https://h/da\tta/y", []string{"https://h/data"}, "https://h/data/y"},
-		// An encoded slash is not a segment boundary.
-		{"https://h/data%2Fx", []string{"https://h/data"}, "!not_in_fetch_allow"},
-		// IP hosts in the notations browsers accept are one address.
-		{"http://0x7f.1:8080/a", []string{"http://127.0.0.1:8080/"}, "http://127.0.0.1:8080/a"},
-		{"http://2130706433/a", []string{"http://127.0.0.1"}, "http://127.0.0.1/a"},
-		{"http://[0:0::1]/a", []string{"http://[::1]/"}, "http://[::1]/a"},
-		{"http://1.2.3.256/a", []string{"http://1.2.3.256/"}, "!unparseable"},
-		// Refusals and their reasons.
-		{"", nemar, "!unparseable"},
-		{"/relative/path", nemar, "!unparseable"},
-		{"zarr.nemar.org/x", nemar, "!unparseable"},
-		{"https://", nemar, "!unparseable"},
-		{"https://h:99999/", []string{"https://h/"}, "!unparseable"},
-		{"ftp://zarr.nemar.org/x", nemar, "!scheme_not_allowed"},
-		{"file:///etc/passwd", []string{"file:///etc/"}, "!scheme_not_allowed"},
-		{"javascript:alert(1)", nemar, "!scheme_not_allowed"},
-		{"data:text/plain,hi", nemar, "!scheme_not_allowed"},
-		{"https://user:pw@zarr.nemar.org/x", nemar, "!credentials_in_url"},
-		{"https://user@zarr.nemar.org/x", nemar, "!credentials_in_url"},
-		{"https://:pw@zarr.nemar.org/x", nemar, "!credentials_in_url"},
-		{"https://@zarr.nemar.org/x", nemar, "https://zarr.nemar.org/x"},
-		{"https://zarr.nemar.org/x", nil, "!not_in_fetch_allow"},
-		// Entries that cannot grant anything are skipped, never errors.
-		{"https://h/data/x", []string{"", "not a url", "/data", "ftp://h/data", "https://u:p@h/data", "https://h/data/../", "https://h/data"}, "https://h/data/x"},
-		{"https://h/x", []string{"https://h/data/.."}, "!not_in_fetch_allow"},
-		{"https://h/data/x", []string{"https://h/%2E/data"}, "!not_in_fetch_allow"},
-		{"https://h/x", []string{"https://h/./"}, "!not_in_fetch_allow"},
+	var v struct {
+		Cases []struct {
+			Allow  []string `json:"allow"`
+			Target string   `json:"target"`
+			Want   string   `json:"want"` // the URL fetched, or "!reason"
+		} `json:"cases"`
 	}
-	for _, tc := range tests {
-		u, reason := CheckURL(tc.target, tc.allow)
+	readVectors(t, "fetch_allow.json", &v)
+	if len(v.Cases) < 50 {
+		t.Fatalf("%d cases", len(v.Cases))
+	}
+	for _, tc := range v.Cases {
+		u, reason := CheckURL(tc.Target, tc.Allow)
 		got := "!" + reason
 		if reason == "" {
 			got = u.String()
 		}
-		if got != tc.want {
-			t.Errorf("CheckURL(%q, %q) = %q, want %q", tc.target, tc.allow, got, tc.want)
+		if got != tc.Want {
+			t.Errorf("CheckURL(%q, %q) = %q, want %q", tc.Target, tc.Allow, got, tc.Want)
 		}
+	}
+}
+
+// readVectors decodes one of the test vector files both runtimes' tests read (web/testdata).
+func readVectors(t *testing.T, name string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "web", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
 }
 
@@ -312,45 +263,53 @@ func slicesContains(hs [][2]string, want [2]string) bool {
 	return false
 }
 
-func TestArtifactNameProblem(t *testing.T) {
-	for _, ok := range []string{"a", "out.csv", "figures/plot-1.png", "a/b/c_d.e.f", ".hidden", "x..y"} {
-		if p := ArtifactNameProblem(ok); p != "" {
-			t.Errorf("ArtifactNameProblem(%q) = %q, want none", ok, p)
+// TestWorkspaceVectors runs the workspace vectors (web/testdata/workspace.json), which the
+// browser's Workspace (web/static/lib.mjs) runs too: the name rule with its words, and the caps.
+func TestWorkspaceVectors(t *testing.T) {
+	var v struct {
+		Caps struct {
+			Files     int   `json:"saved_files"`
+			FileBytes int   `json:"saved_file_bytes"`
+			RunBytes  int64 `json:"saved_bytes"`
+			NameChars int   `json:"artifact_name_chars"`
+		} `json:"caps"`
+		Names []struct {
+			Name    string `json:"name"`
+			Times   int    `json:"times"`
+			Problem string `json:"problem"`
+		} `json:"names"`
+		Saves []struct {
+			Why   string `json:"why"`
+			Steps []struct {
+				Name  string `json:"name"`
+				Bytes int    `json:"bytes"`
+				Want  string `json:"want"`
+			} `json:"steps"`
+		} `json:"saves"`
+	}
+	readVectors(t, "workspace.json", &v)
+	if v.Caps.Files != MaxSavedFiles || v.Caps.FileBytes != MaxSavedFileBytes || v.Caps.RunBytes != MaxSavedBytes || v.Caps.NameChars != maxSaveNameChars {
+		t.Errorf("the vectors' caps %+v are not limits' (%d, %d, %d, %d)", v.Caps, MaxSavedFiles, MaxSavedFileBytes, MaxSavedBytes, maxSaveNameChars)
+	}
+	for _, tc := range v.Names {
+		name := tc.Name
+		if tc.Times > 0 {
+			name = strings.Repeat(name, tc.Times)
+		}
+		if p := ArtifactNameProblem(name); p != tc.Problem {
+			t.Errorf("ArtifactNameProblem(%.40q) = %q, want %q", name, p, tc.Problem)
 		}
 	}
-	for _, bad := range []string{"", "/abs", "../x", "a/../b", "./a", "a/./b", "a//b", "a/", "a b", `a\b`, "naïve.txt", "a:b", "x\x00", strings.Repeat("a", 513)} {
-		if p := ArtifactNameProblem(bad); p == "" {
-			t.Errorf("ArtifactNameProblem(%q) = none, want a problem", bad)
+	for _, seq := range v.Saves {
+		var w workspace
+		for i, st := range seq.Steps {
+			got := ""
+			if r := w.save(st.Name, make([]byte, st.Bytes)); r != nil {
+				got = r.Reason
+			}
+			if got != st.Want {
+				t.Errorf("%s: step %d, save(%q, %d bytes) = %q, want %q", seq.Why, i, st.Name, st.Bytes, got, st.Want)
+			}
 		}
-	}
-}
-
-func TestWorkspaceCaps(t *testing.T) {
-	var w workspace
-	if r := w.save("a", make([]byte, MaxSavedFileBytes+1)); r == nil || r.Reason != ReasonTooLarge {
-		t.Errorf("over 10 MB: %v", r)
-	}
-	for i := range MaxSavedFiles {
-		if r := w.save(fmt.Sprintf("f%d", i), []byte("x")); r != nil {
-			t.Fatalf("file %d: %v", i, r)
-		}
-	}
-	if r := w.save("one-more", nil); r == nil || r.Reason != ReasonTooManyFiles {
-		t.Errorf("33rd file: %v", r)
-	}
-	if r := w.save("f0", []byte("replaced")); r != nil || string(w.files["f0"]) != "replaced" {
-		t.Errorf("replacing a file: %v", r)
-	}
-	w = workspace{}
-	for i := range 2 {
-		if r := w.save(fmt.Sprintf("big%d", i), make([]byte, 10<<20)); r != nil {
-			t.Fatalf("big file %d: %v", i, r)
-		}
-	}
-	if r := w.save("big2", make([]byte, 6<<20)); r == nil || r.Reason != ReasonWorkspaceFull {
-		t.Errorf("past 25 MB: %v", r)
-	}
-	if r := w.save("big1", make([]byte, 4<<20)); r != nil || w.total != 14<<20 {
-		t.Errorf("shrinking a file: %v, total %d", r, w.total)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	wsys "github.com/tetratelabs/wazero/sys"
 
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/web/osa"
 )
 
 // How the guest reaches the host.
@@ -53,14 +54,21 @@ const (
 	guestOsaPy  = "/opt/osa/python"
 )
 
-//go:embed osa_module.py
-var osaModule []byte
+// osaDeviceTransport is the server's transport of the osa module: the part of /opt/osa/python/osa.py
+// that talks to osaDevice.
+//
+//go:embed osa_device.py
+var osaDeviceTransport []byte
 
-// Workspace caps (the community's tool description promises them to the model).
+// osaModule is the guest's osa module: the one both runtimes share (web/osa), then the server's
+// transport, which installs itself.
+var osaModule = slices.Concat(osa.Module, osaDeviceTransport)
+
+// Workspace caps (limits; the community's tool description promises them to the model).
 const (
-	MaxSavedFiles     = 32
-	MaxSavedFileBytes = 10 << 20
-	MaxSavedBytes     = 25 << 20
+	MaxSavedFiles     = limits.MaxSavedFiles
+	MaxSavedFileBytes = int(limits.MaxSavedFileBytes)
+	MaxSavedBytes     = int64(limits.MaxSavedBytes)
 	// maxSaveNameChars is the longest name a result may list.
 	maxSaveNameChars = int(limits.MaxArtifactNameChars)
 )
@@ -122,14 +130,14 @@ func (w *workspace) save(name string, data []byte) *refusal {
 		return &refusal{ReasonBadName, p}
 	}
 	if len(data) > MaxSavedFileBytes {
-		return &refusal{ReasonTooLarge, fmt.Sprintf("the file is %d bytes, over the %d-byte (10 MB) cap per file", len(data), MaxSavedFileBytes)}
+		return &refusal{ReasonTooLarge, fmt.Sprintf("the file is %d bytes, over the %d-byte (%d MiB) cap per file", len(data), MaxSavedFileBytes, MaxSavedFileBytes>>20)}
 	}
 	old, exists := w.files[name]
 	if !exists && len(w.files) >= MaxSavedFiles {
 		return &refusal{ReasonTooManyFiles, fmt.Sprintf("a run may save at most %d files", MaxSavedFiles)}
 	}
 	if total := w.total - int64(len(old)) + int64(len(data)); total > MaxSavedBytes {
-		return &refusal{ReasonWorkspaceFull, fmt.Sprintf("the files of this run would take %d bytes, over the %d-byte (25 MB) cap per run", total, MaxSavedBytes)}
+		return &refusal{ReasonWorkspaceFull, fmt.Sprintf("the files of this run would take %d bytes, over the %d-byte (%d MiB) cap per run", total, MaxSavedBytes, MaxSavedBytes>>20)}
 	}
 	if w.files == nil {
 		w.files = map[string][]byte{}
@@ -364,7 +372,7 @@ func (c *osaCall) Write(p []byte) (int, expsys.Errno) {
 		c.overflow = true
 		return len(p), 0 // the answer will say so
 	}
-	if c.h.buffered.Add(int64(len(p))) > maxBuffered {
+	if c.h.buffered.Add(int64(len(p))) > int64(maxBuffered) {
 		c.h.buffered.Add(-int64(len(p)))
 		c.overflow = true
 		return len(p), 0

@@ -6,67 +6,54 @@ import (
 	"unicode/utf8"
 )
 
+// TestClipWriter runs the clipping vectors (web/testdata/clip.json), which the browser's clip
+// (web/static/lib.mjs) runs too, writing each piece of the text as one write.
 func TestClipWriter(t *testing.T) {
-	tests := []struct {
-		name   string
-		limit  int
-		writes []string
-		want   string
-		trunc  bool
-	}{
-		{name: "cap smaller than the marker", limit: 10, writes: []string{strings.Repeat("a", 20)}, want: "aaaaaa", trunc: true},
-		{name: "empty", limit: 10, writes: nil, want: ""},
-		{name: "fits", limit: 10, writes: []string{"abc", "def"}, want: "abcdef"},
-		{name: "exactly the limit", limit: 10, writes: []string{"0123456789"}, want: "0123456789"},
-		{name: "exactly the limit in pieces", limit: 10, writes: []string{"012345", "6", "789"}, want: "0123456789"},
-		{name: "multibyte fits", limit: 5, writes: []string{"héllo"}, want: "héllo"},
-		{name: "split rune fits", limit: 5, writes: []string{"h\xc3", "\xa9llo"}, want: "héllo"},
-		{
-			name:   "clipped keeps head 3/5 and tail",
-			limit:  60,
-			writes: []string{strings.Repeat("a", 50), strings.Repeat("b", 50), strings.Repeat("c", 50)},
-			// The marker is 32 characters, so the head shrinks to 28 and there is no tail.
-			want:  strings.Repeat("a", 28) + "\n... 122 characters omitted ...\n",
-			trunc: true,
-		},
-		{
-			name:   "clipped with a tail",
-			limit:  100,
-			writes: []string{strings.Repeat("a", 100), strings.Repeat("z", 100)},
-			want:   strings.Repeat("a", 60) + "\n... 132 characters omitted ...\n" + strings.Repeat("z", 8),
-			trunc:  true,
-		},
-		{
-			name:   "clipped multibyte tail stays whole",
-			limit:  100,
-			writes: []string{strings.Repeat("é", 150), strings.Repeat("€", 150)},
-			want:   strings.Repeat("é", 60) + "\n... 232 characters omitted ...\n" + strings.Repeat("€", 8),
-			trunc:  true,
-		},
+	var v struct {
+		Cases []struct {
+			Name  string   `json:"name"`
+			Limit int      `json:"limit"`
+			Text  [][2]any `json:"text"`
+			Want  [][2]any `json:"want"`
+		} `json:"cases"`
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			w := newClipWriter(tc.limit)
-			total := 0
-			for _, s := range tc.writes {
-				n, err := w.Write([]byte(s))
-				if n != len(s) || err != nil {
-					t.Fatalf("Write(%q) = %d, %v; want %d, nil", s, n, err, len(s))
-				}
-				total += len(s)
-			}
-			got := w.String()
-			if got != tc.want {
-				t.Errorf("String() = %q\nwant       %q", got, tc.want)
-			}
-			if w.Truncated() != tc.trunc {
-				t.Errorf("Truncated() = %v, want %v", w.Truncated(), tc.trunc)
-			}
-			if n := utf8.RuneCountInString(got); n > tc.limit {
-				t.Errorf("String() has %d characters, over the limit %d", n, tc.limit)
-			}
-		})
+	readVectors(t, "clip.json", &v)
+	piece := func(p [2]any) string { return strings.Repeat(p[0].(string), int(p[1].(float64))) }
+	for _, tc := range v.Cases {
+		var writes []string
+		var want strings.Builder
+		for _, p := range tc.Text {
+			writes = append(writes, piece(p))
+		}
+		for _, p := range tc.Want {
+			want.WriteString(piece(p))
+		}
+		checkClip(t, tc.Name, tc.Limit, writes, want.String(), want.String() != strings.Join(writes, ""))
 	}
+	// A character split across writes stays whole (bytes, which the vectors cannot hold).
+	checkClip(t, "split rune fits", 5, []string{"h\xc3", "\xa9llo"}, "héllo", false)
+}
+
+func checkClip(t *testing.T, name string, limit int, writes []string, want string, trunc bool) {
+	t.Run(name, func(t *testing.T) {
+		w := newClipWriter(limit)
+		for _, s := range writes {
+			n, err := w.Write([]byte(s))
+			if n != len(s) || err != nil {
+				t.Fatalf("Write(%q) = %d, %v; want %d, nil", s, n, err, len(s))
+			}
+		}
+		got := w.String()
+		if got != want {
+			t.Errorf("String() = %q\nwant       %q", got, want)
+		}
+		if w.Truncated() != trunc {
+			t.Errorf("Truncated() = %v, want %v", w.Truncated(), trunc)
+		}
+		if n := utf8.RuneCountInString(got); n > limit {
+			t.Errorf("String() has %d characters, over the limit %d", n, limit)
+		}
+	})
 }
 
 func TestClipWriterManySmallWrites(t *testing.T) {

@@ -7,6 +7,10 @@
 // overlay into the distribution's lock (add-only), loads the preload, imports
 // import_before_seal, seals the worker (the native network APIs are replaced by one guarded
 // osa.fetch that allows exactly fetch_allow) and runs the prelude. osa_runtime.py is the
-// Python half of that runtime; lib.mjs holds the pure functions both halves share (the
-// fetch_allow check and output clipping), which the browser tests also import directly.
+// Python half of that runtime; it builds the osa module from osa.py (package web/osa), the same
+// file the server's runtime runs, around the worker's bridge. lib.mjs holds the pure functions
+// the page and the worker share (the fetch_allow check, the workspace's rules, output clipping),
+// which the browser tests also import directly; web/testdata holds the cases of those rules that
+// both the server's Go tests and the browser's tests run. Every cap the page and the runtime
+// apply comes from package limits, in the "limits" object of the page's config (PageLimits).
 package web

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+
+	"github.com/osc-assistant/assistant/web/osa"
 )
 
 //go:embed static
@@ -54,10 +56,19 @@ func loadAssets() map[string]*Asset {
 		if err != nil {
 			panic(err)
 		}
-		sum := sha256.Sum256(data)
-		out[name] = &Asset{Name: name, ContentType: ct, Data: data, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+		out[name] = newAsset(name, ct, data)
 	}
+	// The osa module, which the server's runtime runs too (package osa).
+	out[osaFile] = newAsset(osaFile, contentTypes[".py"], osa.Module)
 	return out
+}
+
+// osaFile is the osa module's asset: worker.js fetches it beside osa_runtime.py.
+const osaFile = "osa.py"
+
+func newAsset(name, contentType string, data []byte) *Asset {
+	sum := sha256.Sum256(data)
+	return &Asset{Name: name, ContentType: contentType, Data: data, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}
 }
 
 // Lookup returns the asset with exactly this name (such as "app.js"); anything else, the page
@@ -82,7 +93,8 @@ type Page struct {
 	// Title is the community's widget title.
 	Title string
 	// Config is marshalled to JSON into a <script type="application/json"> element that
-	// app.js reads: the values only the server knows (where Pyodide is served from).
+	// app.js reads: the values only the server knows (where Pyodide is served from, and the
+	// caps of PageLimits).
 	Config any
 }
 

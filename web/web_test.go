@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 )
 
 func TestAssets(t *testing.T) {
-	want := []string{"app.js", "lib.mjs", "osa_runtime.py", "style.css", "worker.js"}
+	want := []string{"app.js", "lib.mjs", "osa.py", "osa_runtime.py", "style.css", "worker.js"}
 	if got := Names(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -63,5 +64,26 @@ func TestPageLoadsOnlyAssets(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "style=") || strings.Contains(buf.String(), "onclick") {
 		t.Error("inline style or handler: the CSP forbids them")
+	}
+}
+
+// The page handles exactly the events the server sends (api.md §5; the EventName methods of
+// chat/events.go), and no other.
+func TestAppHandlesTheServersEvents(t *testing.T) {
+	a, _ := Lookup("app.js")
+	src := string(a.Data)
+	start := strings.Index(src, "function handleEvent(")
+	end := strings.Index(src[start:], "\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatal("app.js has no handleEvent")
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`case "([a-z_]+)":`).FindAllStringSubmatch(src[start:start+end], -1) {
+		got = append(got, m[1])
+	}
+	sort.Strings(got)
+	want := []string{"content", "done", "error", "session", "tool_call", "tool_end", "tool_request", "tool_start", "warning"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("handleEvent handles %v, want %v", got, want)
 	}
 }

@@ -290,6 +290,16 @@ for bad in ["../x", "/abs", "a//b", ""]:
         osa.save_artifact(bad, b"")
     except osa.SaveRefused as e:
         print("refused", repr(bad), e.reason)
+# The workspace caps are limits' (10 MiB a file), as on the server, in the same words.
+print("saved", osa.save_artifact("big.bin", b"x" * 10_200_000))
+try:
+    osa.save_artifact("huge.bin", b"x" * (10 * 1024 * 1024 + 1))
+except osa.SaveRefused as e:
+    print("huge:", e)
+try:
+    osa.save_artifact("a b", b"")
+except osa.SaveRefused as e:
+    print("message:", e)
 `.trim();
     const { reply, resume } = await ask(fence(code));
     const r = resume.body.result;
@@ -304,10 +314,14 @@ for bad in ["../x", "/abs", "a//b", ""]:
     assert.match(r.images[0].data_base64, /^iVBORw0KGgo/);
     assert.match(r.summary, /2 figure\(s\) drawn, 2 attached\./);
     assert.equal(await reply.locator('[data-role="tool"] img').count(), 2);
-    assert.deepEqual(r.artifacts, ["analysis/plot.py", "data.csv"]);
+    assert.deepEqual(r.artifacts, ["analysis/plot.py", "big.bin", "data.csv"]);
     assert.equal(r.stdout.match(/^refused .* bad_name$/gm).length, 4, r.stdout);
-    assert.match(r.summary, /Saved 2 file\(s\) for the reader: analysis\/plot\.py, data\.csv\.$/);
-    assert.deepEqual(await reply.locator('[data-role="files"] a').allInnerTexts(), ["analysis/plot.py", "data.csv"]);
+    assert.match(r.stdout, /^saved big\.bin$/m);
+    assert.match(r.stdout, /^huge: osa\.save_artifact refused 'huge\.bin': too_large \(the file is 10485761 bytes, over the 10485760-byte \(10 MiB\) cap per file\)$/m);
+    assert.match(r.stdout, /^message: osa\.save_artifact refused 'a b': bad_name \(the name has the character ' '; use letters, digits, '\.', '_', '-' and '\/'\)$/m);
+    assert.match(r.summary, /Saved 3 file\(s\) for the reader: analysis\/plot\.py, big\.bin, data\.csv\.$/);
+    assert.deepEqual(await reply.locator('[data-role="files"] a').allInnerTexts(), ["analysis/plot.py", "big.bin", "data.csv"]);
+    assert.match(await reply.locator('[data-role="files"] li').nth(1).innerText(), /\(10200000 bytes\)$/);
   });
 
   test("an exception is an error result with the traceback; long output is clipped as the server clips", async () => {

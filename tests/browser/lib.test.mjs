@@ -1,15 +1,21 @@
 // Unit tests of the pure functions the demo page and its worker share (web/static/lib.mjs):
 // the fetch_allow rule of config.md §4.4, output clipping as sandbox/output.go clips, the
-// add-only lock merge and the get_full_output store. No browser needed.
+// workspace's name rule and caps as sandbox/osa.go has them, the add-only lock merge and the
+// get_full_output store. No browser needed. The rule, clipping and workspace cases are the test
+// vectors of web/testdata, which the server's Go tests run too.
 
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import { describe, test } from "node:test";
 
 import {
   FullOutputStore,
   RESULT_KEYS,
   TEXTS,
+  Workspace,
+  allowedText,
   answerFullOutput,
+  artifactNameProblem,
   checkUrl,
   clip,
   clipCaptured,
@@ -18,66 +24,33 @@ import {
   toolResult,
 } from "../../web/static/lib.mjs";
 
-describe("checkUrl (config.md §4.4)", () => {
-  const cases = [
-    // [fetch_allow, target, allowed or refusal reason]
-    [["https://zarr.nemar.org"], "https://zarr.nemar.org/ds1/zarr/index.json", true],
-    [["https://zarr.nemar.org/"], "https://zarr.nemar.org/", true],
-    [["https://zarr.nemar.org/"], "https://zarr.nemar.org", true],
-    [["https://h/data"], "https://h/data", true],
-    [["https://h/data"], "https://h/data/", true],
-    [["https://h/data"], "https://h/data/x/y.json?q=1", true],
-    [["https://h/data/"], "https://h/data", true],
-    [["https://h/data"], "https://h/database", "not_in_fetch_allow"],
-    [["https://h/data"], "https://h/dat", "not_in_fetch_allow"],
-    [["https://h/data"], "https://h/data/../secret", "not_in_fetch_allow"],
-    [["https://h/data"], "https://h/data/%2e%2e/secret", "not_in_fetch_allow"],
-    [["https://h/data"], "http://h/data/x", "not_in_fetch_allow"],
-    [["https://h/data"], "https://h:8443/data/x", "not_in_fetch_allow"],
-    [["https://h:443/data"], "https://h/data/x", true],
-    [["https://h/data"], "https://other/data/x", "not_in_fetch_allow"],
-    [["https://h/data"], "https://user:pw@h/data/x", "credentials_in_url"],
-    [["https://h/data"], "ftp://h/data/x", "scheme_not_allowed"],
-    [["https://h/data"], "data:text/plain,hi", "scheme_not_allowed"],
-    [["https://h/data"], "not a url", "unparseable"],
-    [["https://h/data"], "/data/x", "unparseable"],
-    [["https://h/a/../data"], "https://h/data/x", "not_in_fetch_allow"],
-    [["https://h/./data"], "https://h/data/x", "not_in_fetch_allow"],
-    [["https://h/%2E%2E/data"], "https://h/data/x", "not_in_fetch_allow"],
-    [["data"], "https://h/data/x", "not_in_fetch_allow"],
-    [[""], "https://h/data/x", "not_in_fetch_allow"],
-    [[], "https://h/data/x", "not_in_fetch_allow"],
-    [["https://H/Data"], "https://h/Data/x", true],
-    [["https://h/data?x=1"], "https://h/data/x", true],
-    [["http://127.0.0.1:8080/allowed/"], "http://127.0.0.1:8080/allowed/hello.txt", true],
-    [["http://127.0.0.1:8080/allowed/"], "http://localhost:8080/allowed/hello.txt", "not_in_fetch_allow"],
-  ];
-  for (const [allow, target, want] of cases) {
-    test(`${JSON.stringify(allow)} ${target}`, () => {
+const vectors = (name) => JSON.parse(fs.readFileSync(new URL(`../../web/testdata/${name}`, import.meta.url), "utf8"));
+const joined = (pieces) => pieces.map(([s, n]) => s.repeat(n)).join("");
+
+// Caps as the page config has them; their values are limits' (routers and web test that).
+const CAPS = { summary_chars: 8192 };
+
+describe("checkUrl (config.md §4.4; web/testdata/fetch_allow.json)", () => {
+  const { cases } = vectors("fetch_allow.json");
+  test("there are cases", () => assert.ok(cases.length >= 50));
+  for (const { allow, target, want } of cases) {
+    test(`${JSON.stringify(allow)} ${JSON.stringify(target)}`, () => {
       const got = checkUrl(target, allow);
-      if (want === true) assert.equal(got.ok, true, JSON.stringify(got));
-      else assert.deepEqual(got, { ok: false, reason: want });
+      if (want.startsWith("!")) assert.deepEqual(got, { ok: false, reason: want.slice(1) });
+      else assert.deepEqual(got, { ok: true, url: want });
     });
   }
+  test("a refusal's detail reads as the server's", () => {
+    assert.equal(allowedText([]), "this runtime may fetch nothing");
+    assert.equal(allowedText(["https://a/", "https://b/x"]), "this runtime may fetch only https://a/, https://b/x");
+  });
 });
 
-describe("clip (as sandbox/output.go)", () => {
-  // The cases of sandbox/output_test.go TestClipWriter.
-  const cases = [
-    ["cap smaller than the marker", 10, "a".repeat(20), "aaaaaa"],
-    ["empty", 10, "", ""],
-    ["fits", 10, "abcdef", "abcdef"],
-    ["exactly the limit", 10, "0123456789", "0123456789"],
-    ["multibyte fits", 5, "héllo", "héllo"],
-    ["clipped keeps head 3/5 and tail", 60, "a".repeat(50) + "b".repeat(50) + "c".repeat(50), "a".repeat(28) + "\n... 122 characters omitted ...\n"],
-    ["clipped with a tail", 100, "a".repeat(100) + "z".repeat(100), "a".repeat(60) + "\n... 132 characters omitted ...\n" + "z".repeat(8)],
-    ["clipped multibyte tail stays whole", 100, "é".repeat(150) + "€".repeat(150), "é".repeat(60) + "\n... 232 characters omitted ...\n" + "€".repeat(8)],
-    ["astral characters count once", 40, "😀".repeat(100), "😀".repeat(8) + "\n... 92 characters omitted ...\n"],
-  ];
-  for (const [name, limit, text, want] of cases) {
+describe("clip (as sandbox/output.go; web/testdata/clip.json)", () => {
+  for (const { name, limit, text, want } of vectors("clip.json").cases) {
     test(name, () => {
-      const got = clip(text, limit);
-      assert.equal(got, want);
+      const got = clip(joined(text), limit);
+      assert.equal(got, joined(want));
       assert.ok(Array.from(got).length <= limit);
     });
   }
@@ -85,10 +58,43 @@ describe("clip (as sandbox/output.go)", () => {
     let all = "";
     for (let i = 0; i < 100000; i++) all += "x".repeat(i % 7) + "\n";
     const n = all.length;
-    const head = all.slice(0, 262144);
-    const tail = all.slice(n - 262144);
+    const kept = 262144;
+    const head = all.slice(0, kept);
+    const tail = all.slice(n - kept);
     assert.equal(clipCaptured(head, tail, n, 1000), clip(all, 1000));
     assert.equal(Array.from(clip(all, 1000)).length, 1000);
+  });
+});
+
+describe("the workspace (as sandbox/osa.go; web/testdata/workspace.json)", () => {
+  const { caps, names, saves } = vectors("workspace.json");
+  for (const { name, times, problem } of names) {
+    const n = times ? name.repeat(times) : name;
+    test(`name ${JSON.stringify(n.slice(0, 40))}`, () => assert.equal(artifactNameProblem(n, caps.artifact_name_chars), problem));
+  }
+  for (const { why, steps } of saves) {
+    test(why, () => {
+      const w = new Workspace(caps);
+      for (const [i, st] of steps.entries()) {
+        const r = w.save("artifact", st.name, new Uint8Array(st.bytes));
+        assert.equal(r.ok ? "" : r.refused, st.want, `step ${i}: ${st.name}, ${st.bytes} bytes: ${r.detail}`);
+      }
+    });
+  }
+  test("take returns the files sorted and empties the workspace", () => {
+    const w = new Workspace(caps);
+    w.save("artifact", "b.csv", new Uint8Array([1]));
+    w.save("script", "a.py", new TextEncoder().encode("print(1)"));
+    w.save("artifact", "b.csv", new Uint8Array([2, 3]));
+    assert.deepEqual(
+      w.take().map((f) => [f.name, f.kind, [...f.data]]),
+      [
+        ["a.py", "script", [...new TextEncoder().encode("print(1)")]],
+        ["b.csv", "artifact", [2, 3]],
+      ],
+    );
+    assert.deepEqual(w.take(), []);
+    assert.equal(w.total, 0);
   });
 });
 
@@ -133,32 +139,42 @@ describe("mergeLock (add-only)", () => {
 
 describe("results", () => {
   test("a result has exactly the eight ClientToolResult keys", () => {
-    const r = toolResult("c1", { status: "denied", stderr: TEXTS.denied, summary: TEXTS.deniedSummary, extra: 1, artifacts: ["b", "a", "b"], elapsed_ms: 3.6 });
+    const r = toolResult("c1", { status: "denied", stderr: TEXTS.denied, summary: TEXTS.deniedSummary, extra: 1, artifacts: ["b", "a", "b"], elapsed_ms: 3.6 }, CAPS);
     assert.deepEqual(Object.keys(r), RESULT_KEYS);
     assert.deepEqual(r.artifacts, ["a", "b"]);
     assert.equal(r.elapsed_ms, 4);
   });
   test("get_full_output pages through the store", () => {
-    const store = new FullOutputStore({ runs: 2 });
+    const store = new FullOutputStore({ runs: 2, totalChars: 1000 });
     const limits = { stdout_chars: 4, stderr_chars: 3, images: 1 };
     store.put("a", { stdout: "0123456789", stderr: "err", traceback: "", images: [{ mime: "image/png", data_base64: "AA==", width: 1, height: 1 }, {}] });
-    let r = answerFullOutput(store, "g1", { call_id: "a" }, limits);
+    let r = answerFullOutput(store, "g1", { call_id: "a" }, limits, CAPS);
     assert.equal(r.stdout, "0123");
     assert.match(r.summary, /More remains: call again with offset=4\.$/);
-    r = answerFullOutput(store, "g2", { call_id: "a", offset: 8 }, limits);
+    r = answerFullOutput(store, "g2", { call_id: "a", offset: 8 }, limits, CAPS);
     assert.equal(r.stdout, "89");
     assert.match(r.summary, /This is the end of the stream\.$/);
-    r = answerFullOutput(store, "g3", { call_id: "a", stream: "stderr" }, limits);
+    r = answerFullOutput(store, "g3", { call_id: "a", stream: "stderr" }, limits, CAPS);
     assert.equal(r.stderr, "err");
-    r = answerFullOutput(store, "g4", { call_id: "a", stream: "figures" }, limits);
+    r = answerFullOutput(store, "g4", { call_id: "a", stream: "figures" }, limits, CAPS);
     assert.equal(r.images.length, 1);
     assert.equal(r.summary, 'get_full_output: 1 figure(s) from call_id "a", attached.');
-    assert.equal(answerFullOutput(store, "g5", { call_id: "a", stream: "nope" }, limits).status, "error");
-    r = answerFullOutput(store, "g6", { call_id: "zzz" }, limits);
+    assert.equal(answerFullOutput(store, "g5", { call_id: "a", stream: "nope" }, limits, CAPS).status, "error");
+    r = answerFullOutput(store, "g6", { call_id: "zzz" }, limits, CAPS);
     assert.equal(r.status, "error");
-    assert.equal(r.stderr, TEXTS.noOutput("zzz"));
+    assert.equal(r.stderr, TEXTS.noOutput("zzz", 2));
     store.put("b", { stdout: "", stderr: "", traceback: "", images: [] });
     store.put("c", { stdout: "", stderr: "", traceback: "", images: [] });
     assert.equal(store.get("a"), undefined, "the oldest run is evicted");
+  });
+  test("the summary is clipped to summary_chars", () => {
+    assert.equal(Array.from(toolResult("c", { summary: "s".repeat(50) }, { summary_chars: 40 }).summary).length, 40);
+  });
+  test("the full output store keeps at most totalChars", () => {
+    const store = new FullOutputStore({ runs: 16, totalChars: 10 });
+    store.put("a", { stdout: "12345", stderr: "", traceback: "", images: [] });
+    store.put("b", { stdout: "123456", stderr: "", traceback: "", images: [] });
+    assert.equal(store.get("a"), undefined);
+    assert.ok(store.get("b"));
   });
 });

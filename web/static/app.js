@@ -3,18 +3,18 @@
 // (worker.js). Every URL is computed from this page's own location, so the page works under
 // any mount prefix: it is served at <api>/<community>/demo/.
 
-import { FULL_STREAM_CHARS, FullOutputStore, TEXTS, answerFullOutput, chars, clipCaptured, toolResult } from "./lib.mjs";
+import { FullOutputStore, TEXTS, answerFullOutput, chars, clipCaptured, toolResult } from "./lib.mjs";
 
-const MAX_RUNS_PER_REPLY = 20; // api.md §6.7, the server's MAX_BROWSER_RUNS_PER_REPLY
 const BOOT_TIMEOUT_MS = 120_000;
 const CONFIG_TIMEOUT_MS = 5_000;
 const SILENCE_MS = 60_000;
 const SERVER_TOOL_SILENCE_MS = 120_000;
-// The server's absolute caps (api.md §6.4); a community's own limits may only be lower.
-const CAPS = { stdout_chars: 16384, stderr_chars: 8192, images: 3, image_px: 8192 };
 
 const server = JSON.parse(document.getElementById("demo-config").textContent);
 const community = server.community;
+// The server's caps (its limits package): a result's (api.md §6.4), the browser runs one reply
+// may chain (§6.7), the full output store's (§6.6). A community's own limits may only be lower.
+const caps = server.limits;
 const apiEndpoint = new URL("../../", location.href).href.replace(/\/$/, "");
 const apiURL = (path) => `${apiEndpoint}/${community}${path}`;
 
@@ -44,7 +44,7 @@ const state = {
   bootOnFirstMessage: false,
 };
 
-const store = new FullOutputStore();
+const store = new FullOutputStore({ runs: caps.full_output_runs, totalChars: caps.full_output_total_chars });
 
 // ---------------------------------------------------------------- small DOM helpers
 
@@ -343,13 +343,18 @@ function bootFailed(message) {
 
 // ---------------------------------------------------------------- answering a tool_request
 
+// runResult is a ClientToolResult under the server's caps.
+function runResult(callId, fields) {
+  return toolResult(callId, fields, caps);
+}
+
 function errorResult(callId, stderr) {
-  return toolResult(callId, { status: "error", stderr });
+  return runResult(callId, { status: "error", stderr });
 }
 
 async function answer(req, reply) {
   const callId = req.call_id;
-  if (typeof callId !== "string" || callId.length < 1 || callId.length > 256) {
+  if (typeof callId !== "string" || callId.length < 1 || chars(callId).length > caps.call_id_chars) {
     throw new Error("the assistant asked for a browser task without a valid call id");
   }
   if (state.answering) return errorResult(callId, TEXTS.busy);
@@ -364,7 +369,7 @@ async function answer(req, reply) {
 async function answerCall(callId, req, reply) {
   const args = req.args && typeof req.args === "object" ? req.args : {};
   if (req.tool === "get_full_output") {
-    const r = answerFullOutput(store, callId, args, state.limits);
+    const r = answerFullOutput(store, callId, args, state.limits, caps);
     reply.note(`Answered get_full_output from this page: ${r.summary || r.stderr}`);
     return r;
   }
@@ -381,7 +386,7 @@ async function answerCall(callId, req, reply) {
   }
   const ask = !(req.requires_permission === false && tool.requires_permission === false) && !state.autoRun;
   if (ask && (await panel.ask()) === "deny") {
-    const r = toolResult(callId, { status: "denied", stderr: TEXTS.denied, summary: TEXTS.deniedSummary });
+    const r = runResult(callId, { status: "denied", stderr: TEXTS.denied, summary: TEXTS.deniedSummary });
     panel.show(r, "Not run: you declined.");
     return r;
   }
@@ -404,7 +409,7 @@ async function answerCall(callId, req, reply) {
   let words;
   switch (out.kind) {
     case "timeout":
-      r = toolResult(callId, {
+      r = runResult(callId, {
         status: "timeout",
         stderr: TEXTS.timeout(limits.exec_seconds),
         summary: `Stopped: the code ran longer than ${limits.exec_seconds}s, the limit for one run, so the runtime was restarted and nothing it printed is kept. Variables defined in earlier runs are gone.`,
@@ -413,7 +418,7 @@ async function answerCall(callId, req, reply) {
       words = `Stopped after ${limits.exec_seconds} s (time limit); Python is restarting.`;
       break;
     case "cancelled":
-      r = toolResult(callId, {
+      r = runResult(callId, {
         status: "cancelled",
         stderr: TEXTS.cancelled,
         summary: "Stopped by the reader before it finished; nothing it printed is kept, and the runtime was restarted.",
@@ -422,7 +427,7 @@ async function answerCall(callId, req, reply) {
       words = "Stopped by you; Python is restarting.";
       break;
     case "oom":
-      r = toolResult(callId, {
+      r = runResult(callId, {
         status: "oom",
         stderr: TEXTS.oom,
         summary: "The runtime ran out of memory and was restarted; variables defined in earlier runs are gone.",
@@ -431,7 +436,7 @@ async function answerCall(callId, req, reply) {
       words = "Out of memory; Python is restarting.";
       break;
     case "error":
-      r = toolResult(callId, {
+      r = runResult(callId, {
         status: "error",
         stderr: TEXTS.cannotRun(out.message),
         summary: `Not run: the runtime failed (${out.message.slice(0, 300)}).`,
@@ -451,11 +456,11 @@ async function answerCall(callId, req, reply) {
 // fromRun turns the runtime's capture into a ClientToolResult and keeps the full output.
 function fromRun(callId, py, elapsed) {
   const limits = state.limits;
-  const full = (c) => clipCaptured(c.head, c.tail, c.total, FULL_STREAM_CHARS);
+  const full = (c) => clipCaptured(c.head, c.tail, c.total, caps.captured_chars);
   store.put(callId, {
     stdout: full(py.stdout),
     stderr: full(py.stderr),
-    traceback: chars(py.traceback).slice(0, FULL_STREAM_CHARS).join(""),
+    traceback: chars(py.traceback).slice(0, caps.captured_chars).join(""),
     images: py.images,
   });
   const images = py.images.slice(0, limits.images);
@@ -480,7 +485,7 @@ function fromRun(callId, py, elapsed) {
   }
   const artifacts = py.files.map((f) => f.name);
   if (artifacts.length) parts.push(`Saved ${artifacts.length} file(s) for the reader: ${artifacts.join(", ")}.`);
-  return toolResult(callId, { status: py.status, stdout, stderr, summary: parts.join(" "), images, artifacts, elapsed_ms: elapsed });
+  return runResult(callId, { status: py.status, stdout, stderr, summary: parts.join(" "), images, artifacts, elapsed_ms: elapsed });
 }
 
 // ---------------------------------------------------------------- streaming /chat and /chat/resume
@@ -575,9 +580,6 @@ function handleEvent(ev, reply, outcome) {
     case "content":
       if (typeof ev.content === "string") reply.append(ev.content);
       return;
-    case "thinking":
-      if (!reply.text.trim()) reply.loading.textContent = "Thinking…";
-      return;
     case "tool_call":
       reply.note(`Using ${ev.name}…`);
       return;
@@ -586,8 +588,6 @@ function handleEvent(ev, reply, outcome) {
       return "server_tool";
     case "tool_end":
       return "server_tool_done";
-    case "citation":
-      return;
     case "warning":
       reply.warning(ev.message);
       return;
@@ -612,7 +612,7 @@ function handleEvent(ev, reply, outcome) {
 }
 
 function pageContext() {
-  if (location.href.length > 2048 || !/^https?:/.test(location.protocol)) return undefined;
+  if (chars(location.href).length > caps.page_url_chars || !/^https?:/.test(location.protocol)) return undefined;
   return { url: location.href, title: document.title || null };
 }
 
@@ -640,8 +640,8 @@ async function send(text) {
     let runs = 0;
     while (outcome.toolRequest) {
       runs++;
-      if (runs > MAX_RUNS_PER_REPLY) {
-        reply.error(`this reply stopped: it ran code ${MAX_RUNS_PER_REPLY} times, the most one reply may`);
+      if (runs > caps.runs_per_reply) {
+        reply.error(`this reply stopped: it ran code ${caps.runs_per_reply} times, the most one reply may`);
         break;
       }
       const req = outcome.toolRequest;
@@ -684,15 +684,18 @@ async function loadConfig() {
   }
 }
 
+// limitsOf is the community's runtime.python.limits, each within the server's cap, with the
+// server's default where one is missing.
 function limitsOf(py) {
   const l = py.limits || {};
-  const pick = (k, def) => Math.min(Number.isInteger(l[k]) && l[k] > 0 ? l[k] : def, CAPS[k] ?? Infinity);
+  const def = caps.defaults;
+  const within = (v, d, cap) => Math.min(Number.isInteger(v) && v > 0 ? v : d, cap);
   return {
-    stdout_chars: pick("stdout_chars", 16384),
-    stderr_chars: pick("stderr_chars", 8192),
-    images: Math.min(Number.isInteger(l.images) && l.images >= 0 ? l.images : 3, CAPS.images),
-    image_px: pick("image_px", 1024),
-    exec_seconds: Number.isInteger(l.exec_seconds) && l.exec_seconds > 0 ? l.exec_seconds : 120,
+    stdout_chars: within(l.stdout_chars, def.stdout_chars, caps.stdout_chars),
+    stderr_chars: within(l.stderr_chars, def.stderr_chars, caps.stderr_chars),
+    images: Math.min(Number.isInteger(l.images) && l.images >= 0 ? l.images : def.images, caps.images),
+    image_px: within(l.image_px, def.image_px, caps.image_px),
+    exec_seconds: Number.isInteger(l.exec_seconds) && l.exec_seconds > 0 ? l.exec_seconds : def.exec_seconds,
   };
 }
 
@@ -718,6 +721,7 @@ function setUpRuntime(cfg) {
       wheelBase: apiURL("/runtime/"),
       python: py,
       lock: cfg.runtime_lock,
+      limits: caps,
     },
     state.limits,
   );

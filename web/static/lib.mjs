@@ -1,5 +1,7 @@
 // Pure functions shared by the page (app.js) and the runtime (worker.js). No DOM, no network:
-// the browser tests import this file directly under Node.
+// the browser tests import this file directly under Node. No caps either: every cap comes from
+// the server's limits package, in the page's config JSON (its "limits" object, web.PageLimits),
+// and is passed in.
 
 // ---- fetch_allow (config.md §4.4) ----
 
@@ -22,7 +24,9 @@ function withSlash(p) {
 // http(s), carries no username or password, and some fetch_allow entry E (entries that do not
 // parse as absolute URLs, or that have a "." or ".." path segment, are skipped) has the same
 // origin and the target path, with "/" appended if missing, starts with E's path with "/"
-// appended if missing. The query is ignored. Returns {ok: true, url} or {ok: false, reason}.
+// appended if missing. The query is ignored. Returns {ok: true, url} (the URL to fetch, without
+// its fragment) or {ok: false, reason}. The server's CheckURL (sandbox/egress.go) is the same
+// rule; web/testdata/fetch_allow.json holds the cases both run.
 export function checkUrl(target, fetchAllow) {
   let u;
   try {
@@ -30,6 +34,7 @@ export function checkUrl(target, fetchAllow) {
   } catch {
     return { ok: false, reason: "unparseable" };
   }
+  u.hash = "";
   if (u.protocol !== "http:" && u.protocol !== "https:") return { ok: false, reason: "scheme_not_allowed" };
   if (u.username !== "" || u.password !== "") return { ok: false, reason: "credentials_in_url" };
   const path = withSlash(u.pathname);
@@ -49,7 +54,87 @@ export function checkUrl(target, fetchAllow) {
   return { ok: false, reason: "not_in_fetch_allow" };
 }
 
-// ---- output clipping, as the server clips (sandbox/output.go) ----
+// allowedText says what a runtime may fetch, in a refusal's detail (as sandbox/egress.go says it).
+export function allowedText(fetchAllow) {
+  return fetchAllow.length ? `this runtime may fetch only ${fetchAllow.join(", ")}` : "this runtime may fetch nothing";
+}
+
+// ---- the workspace: the files one run saves (osa.save_script, osa.save_artifact) ----
+
+// quoteRune quotes one character as Go's %q does, so that a refusal reads the same in both
+// runtimes.
+function quoteRune(ch) {
+  const c = ch.codePointAt(0);
+  const named = { 7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 39: "\\'", 92: "\\\\" };
+  if (named[c]) return `'${named[c]}'`;
+  if (ch !== " " && /[\p{C}\p{Z}]/u.test(ch)) {
+    if (c < 0x80) return `'\\x${c.toString(16).padStart(2, "0")}'`;
+    if (c < 0x10000) return `'\\u${c.toString(16).padStart(4, "0")}'`;
+    return `'\\U${c.toString(16).padStart(8, "0")}'`;
+  }
+  return `'${ch}'`;
+}
+
+// artifactNameProblem says what is wrong with a name given to osa.save_script or
+// osa.save_artifact, or returns "" when it is fine: a relative path of 1 to maxChars characters,
+// segments separated by "/", each made of ASCII letters, digits, ".", "_" and "-", none empty,
+// "." or "..". The server's ArtifactNameProblem (sandbox/osa.go) is the same rule in the same
+// words; web/testdata/workspace.json holds the cases both run.
+export function artifactNameProblem(name, maxChars) {
+  if (name === "") return "the name is empty";
+  if (chars(name).length > maxChars) return `the name is longer than ${maxChars} characters`;
+  if (name.startsWith("/")) return "the name must be a relative path, without a leading /";
+  for (const seg of name.split("/")) {
+    if (seg === "") return "the name has an empty path segment";
+    if (seg === "." || seg === "..") return "the name has a . or .. path segment";
+    for (const ch of seg) {
+      if (!/^[A-Za-z0-9._-]$/.test(ch)) return `the name has the character ${quoteRune(ch)}; use letters, digits, '.', '_', '-' and '/'`;
+    }
+  }
+  return "";
+}
+
+// Workspace holds the files one run saved, under the caps of limits (the page config's
+// saved_files, saved_file_bytes, saved_bytes and artifact_name_chars), checked as the server's
+// workspace (sandbox/osa.go) checks them. save answers {ok: true, refused: null, detail: ""} or
+// {ok: false, refused: reason, detail}.
+export class Workspace {
+  constructor(caps) {
+    this.caps = caps;
+    this.clear();
+  }
+  clear() {
+    this.files = new Map(); // name -> {kind, data}
+    this.total = 0;
+  }
+  save(kind, name, data) {
+    const caps = this.caps;
+    const refuse = (refused, detail) => ({ ok: false, refused, detail });
+    const problem = artifactNameProblem(String(name), caps.artifact_name_chars);
+    if (problem) return refuse("bad_name", problem);
+    const mib = (n) => n / 2 ** 20;
+    if (data.length > caps.saved_file_bytes) {
+      return refuse("too_large", `the file is ${data.length} bytes, over the ${caps.saved_file_bytes}-byte (${mib(caps.saved_file_bytes)} MiB) cap per file`);
+    }
+    const old = this.files.get(name);
+    if (!old && this.files.size >= caps.saved_files) return refuse("too_many_files", `a run may save at most ${caps.saved_files} files`);
+    const total = this.total - (old ? old.data.length : 0) + data.length;
+    if (total > caps.saved_bytes) {
+      return refuse("workspace_full", `the files of this run would take ${total} bytes, over the ${caps.saved_bytes}-byte (${mib(caps.saved_bytes)} MiB) cap per run`);
+    }
+    this.total = total;
+    this.files.set(name, { kind, data: data.slice() });
+    return { ok: true, refused: null, detail: "" };
+  }
+  // take returns the saved files sorted by name, [{name, kind, data}], and empties the workspace.
+  take() {
+    const out = [...this.files.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, f]) => ({ name, ...f }));
+    this.clear();
+    return out;
+  }
+}
+
+// ---- output clipping, as the server clips (sandbox/output.go; web/testdata/clip.json) ----
 
 function marker(omitted) {
   return `\n... ${omitted} characters omitted ...\n`;
@@ -160,8 +245,9 @@ export function lookupName(lock, name) {
 
 export const RESULT_KEYS = ["call_id", "status", "stdout", "stderr", "summary", "images", "artifacts", "elapsed_ms"];
 
-// toolResult builds a ClientToolResult with exactly its eight keys.
-export function toolResult(callId, fields) {
+// toolResult builds a ClientToolResult with exactly its eight keys; its summary is clipped to
+// caps.summary_chars.
+export function toolResult(callId, fields, caps) {
   const r = {
     call_id: callId,
     status: fields.status || "ok",
@@ -172,7 +258,7 @@ export function toolResult(callId, fields) {
     artifacts: [...new Set(fields.artifacts || [])].sort(),
     elapsed_ms: Math.max(0, Math.round(fields.elapsed_ms || 0)),
   };
-  r.summary = clip(r.summary, 8192);
+  r.summary = clip(r.summary, caps.summary_chars);
   return r;
 }
 
@@ -188,16 +274,16 @@ export const TEXTS = {
   timeout: (n) => `[runtime] the code ran longer than ${n}s and was stopped.`,
   cancelled: "[runtime] the reader stopped this run before it finished.",
   oom: "[runtime] the Python runtime ran out of memory and was restarted. Try working on less data at a time.",
-  noOutput: (id) =>
-    `[runtime] no output is kept for call_id "${id}" in this browser. Output stays in the tab that ran the code: it is gone after a reload, and only the last 16 runs are kept.`,
+  noOutput: (id, runs) =>
+    `[runtime] no output is kept for call_id "${id}" in this browser. Output stays in the tab that ran the code: it is gone after a reload, and only the last ${runs} runs are kept.`,
 };
 
 // ---- the page's store of full outputs (api.md §6.6) ----
 
-export const FULL_STREAM_CHARS = 262144;
-
+// FullOutputStore keeps the full output of the last runs runs, at most totalChars characters
+// in all (the page config's full_output_runs and full_output_total_chars).
 export class FullOutputStore {
-  constructor({ runs = 16, totalChars = 16_000_000 } = {}) {
+  constructor({ runs, totalChars }) {
     this.runs = runs;
     this.totalChars = totalChars;
     this.map = new Map();
@@ -226,22 +312,23 @@ export class FullOutputStore {
   }
 }
 
-// answerFullOutput answers get_full_output from the store.
-export function answerFullOutput(store, callId, args, limits) {
+// answerFullOutput answers get_full_output from the store, under the run limits (stdout_chars,
+// stderr_chars, images) and the caps (summary_chars).
+export function answerFullOutput(store, callId, args, limits, caps) {
   const id = typeof args.call_id === "string" ? args.call_id : "";
   const stream = args.stream === undefined || args.stream === null ? "stdout" : args.stream;
   const offset = Number.isInteger(args.offset) && args.offset >= 0 ? args.offset : 0;
   const rec = store.get(id);
-  if (!rec) return toolResult(callId, { status: "error", stderr: TEXTS.noOutput(id) });
+  if (!rec) return toolResult(callId, { status: "error", stderr: TEXTS.noOutput(id, store.runs) }, caps);
   if (stream === "figures") {
     const images = rec.images.slice(0, limits.images);
-    return toolResult(callId, { images, summary: `get_full_output: ${images.length} figure(s) from call_id "${id}", attached.` });
+    return toolResult(callId, { images, summary: `get_full_output: ${images.length} figure(s) from call_id "${id}", attached.` }, caps);
   }
   if (!["stdout", "stderr", "traceback"].includes(stream)) {
     return toolResult(callId, {
       status: "error",
       stderr: `[runtime] get_full_output has no stream named "${String(stream).slice(0, 64)}": use stdout, stderr, traceback or figures.`,
-    });
+    }, caps);
   }
   const all = chars(rec[stream]);
   const size = stream === "stdout" ? limits.stdout_chars : limits.stderr_chars;
@@ -250,5 +337,5 @@ export function answerFullOutput(store, callId, args, limits) {
   const page = all.slice(start, end).join("");
   const more = end < all.length ? `More remains: call again with offset=${end}.` : "This is the end of the stream.";
   const summary = `get_full_output: ${stream} characters ${start} to ${end} of ${all.length} from call_id "${id}". ${more}`;
-  return toolResult(callId, stream === "stdout" ? { stdout: page, summary } : { stderr: page, summary });
+  return toolResult(callId, stream === "stdout" ? { stdout: page, summary } : { stderr: page, summary }, caps);
 }

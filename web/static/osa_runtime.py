@@ -1,27 +1,18 @@
 """The Python half of the demo page's runtime (worker.js runs it once per boot).
 
-It is executed in a private namespace, not imported: worker.js keeps references to
-make_osa, seal, run and run_prelude, and executed code never sees this namespace. The
-`osa` module it builds is the only way out of the sandbox after the seal:
-
-    await osa.fetch(url, method="GET", headers=None, body=None) -> osa.Response
-    await osa.fetch_bytes(url, ...) -> bytes     (raises osa.FetchError unless 2xx)
-    await osa.fetch_text(url, ..., encoding="utf-8") -> str
-    osa.allowed(url) -> bool, osa.fetch_allow -> the allowed URL prefixes
-    osa.save_script(name, text), osa.save_artifact(name, data) -> name
-
-The same interface as the server's runtime (sandbox/osa_module.py). A refused URL raises
-osa.FetchRefused (a PermissionError) whose .reason says why; a refused save raises
-osa.SaveRefused: bad_name, too_large, too_many_files or workspace_full. Each run may save at
-most 32 files, 10 MB each and 25 MB in all; names are relative paths of letters, digits, ".",
-"_" and "-" separated by "/". Saved files are offered to the reader as downloads, and their
-names are the result's artifacts.
+It is executed in a private namespace, not imported: worker.js keeps references to configure,
+make_osa, seal, run and run_prelude, and executed code never sees this namespace. make_osa
+builds the osa module from osa.py, the module the server's runtime runs too, and installs its
+transport here: the worker's bridge (worker.js makeBridge), whose guarded fetch allows exactly
+fetch_allow and whose workspace holds the files a run saves. After the seal, osa is the only
+way out of the sandbox. Saved files are offered to the reader as downloads, and their names are
+the result's artifacts.
 """
 
 import base64
 import builtins
 import io
-import re
+import json
 import sys
 import traceback
 import types
@@ -31,17 +22,24 @@ from contextlib import redirect_stderr, redirect_stdout
 from pyodide.code import eval_code_async
 from pyodide.ffi import JsException, to_js
 
-# Modules the seal removes and refuses by name (config.md §4.1 SEALED_IMPORT_ROOTS, plus
-# Pyodide's private _pyodide).
-SEALED_ROOTS = frozenset({"micropip", "js", "pyodide", "pyodide_js", "pyodide_http", "ctypes", "_pyodide"})
-
-# Captured output: the first and last characters of each stream, and the count.
-CAPTURE_CHARS = 262144
-
-# An image larger than this is not attached (api.md §6.4).
-MAX_IMAGE_BYTES = 2_000_000
+# Set by configure from the page's limits (package limits, through the page's config JSON).
+# SEALED_ROOTS: the modules the seal removes and refuses by name (limits.SealedImportRoots, plus
+# Pyodide's private _pyodide). CAPTURE_CHARS: what a capture keeps of the start and of the end
+# of each stream. MAX_IMAGE_BYTES: an image larger than this is not attached (api.md §6.4).
+SEALED_ROOTS = frozenset()
+CAPTURE_CHARS = 0
+MAX_IMAGE_BYTES = 0
 
 USER_GLOBALS = {"__name__": "__main__", "__builtins__": builtins}
+
+
+def configure(limits_json):
+    """Take the caps from the page's limits (a JSON text)."""
+    global SEALED_ROOTS, CAPTURE_CHARS, MAX_IMAGE_BYTES
+    caps = json.loads(limits_json)
+    SEALED_ROOTS = frozenset(caps["sealed_import_roots"]) | {"_pyodide"}
+    CAPTURE_CHARS = int(caps["captured_chars"])
+    MAX_IMAGE_BYTES = int(caps["image_bytes"])
 
 
 class Capture(io.TextIOBase):
@@ -84,146 +82,38 @@ class Capture(io.TextIOBase):
 # ---- osa ----
 
 
-class FetchRefused(PermissionError):
-    """The runtime refused to fetch a URL; .reason says why."""
+class _BridgeTransport:
+    """The osa module's transport in the browser: the worker's bridge, which checks everything."""
 
-    def __init__(self, message, reason=""):
-        super().__init__(message)
-        self.reason = reason
+    def __init__(self, bridge, fetch_allow):
+        self._fetch, self._check, self._save = bridge.fetch, bridge.check, bridge.save
+        self.fetch_allow = tuple(str(x) for x in fetch_allow)
 
-
-class FetchError(OSError):
-    """A fetch failed: the network, a refused redirect, CORS, or a non-2xx status."""
-
-
-class SaveRefused(PermissionError):
-    """The runtime refused to save a file; .reason says why."""
-
-    def __init__(self, message, reason=""):
-        super().__init__(message)
-        self.reason = reason
-
-
-# What one run may save (the same caps as the server's runtime).
-MAX_FILES = 32
-MAX_FILE_BYTES = 10_000_000
-MAX_RUN_BYTES = 25_000_000
-_NAME_RE = re.compile(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*")
-
-# The files the current run saved: name -> (kind, bytes).
-SAVED = {}
-
-
-def _save(func, kind, name, data):
-    if not isinstance(name, str):
-        raise TypeError(f"osa.{func}: name must be a str")
-    if len(name) > 512 or _NAME_RE.fullmatch(name) is None or any(p in (".", "..") for p in name.split("/")):
-        raise SaveRefused(f"osa.{func} refused {name!r}: bad_name (a relative path of letters, digits, '.', '_' and '-')", "bad_name")
-    if len(data) > MAX_FILE_BYTES:
-        raise SaveRefused(f"osa.{func} refused {name!r}: too_large ({len(data)} bytes; at most {MAX_FILE_BYTES})", "too_large")
-    if name not in SAVED and len(SAVED) >= MAX_FILES:
-        raise SaveRefused(f"osa.{func} refused {name!r}: too_many_files (at most {MAX_FILES} per run)", "too_many_files")
-    used = sum(len(d) for n, (_, d) in SAVED.items() if n != name)
-    if used + len(data) > MAX_RUN_BYTES:
-        raise SaveRefused(f"osa.{func} refused {name!r}: workspace_full (at most {MAX_RUN_BYTES} bytes per run)", "workspace_full")
-    SAVED[name] = (kind, data)
-    return name
-
-
-def save_script(name, text):
-    """Save text (a str) as the file name for the reader; return name."""
-    if not isinstance(text, str):
-        raise TypeError("osa.save_script: text must be a str")
-    return _save("save_script", "script", name, text.encode("utf-8"))
-
-
-def save_artifact(name, data):
-    """Save data (bytes, or a str written as UTF-8) as the file name for the reader; return name."""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    elif not isinstance(data, bytes):
-        data = bytes(data)
-    return _save("save_artifact", "artifact", name, data)
-
-
-class Response:
-    """What osa.fetch returns."""
-
-    def __init__(self, status, url, headers, content):
-        self.status = status
-        self.ok = 200 <= status < 300
-        self.url = url
-        self.headers = headers
-        self.content = content
-
-    def __repr__(self):
-        return f"<osa.Response {self.status} {self.url}>"
-
-    def text(self, encoding="utf-8"):
-        return self.content.decode(encoding)
-
-    def json(self):
-        import json
-
-        return json.loads(self.content)
-
-    def raise_for_status(self):
-        if not self.ok:
-            raise FetchError(f"{self.url} answered HTTP {self.status}")
-        return self
-
-
-def make_osa(bridge, fetch_allow):
-    """Build the osa module around the worker's guarded fetch."""
-    guarded = bridge.fetch
-    check = bridge.check
-    allow = tuple(str(x) for x in fetch_allow)
-
-    async def fetch(url, *, method="GET", headers=None, body=None):
-        """Fetch url if fetch_allow allows it. Redirects are refused; no credentials are sent."""
-        if not isinstance(url, str):
-            raise TypeError("url must be a str")
-        pairs = [[str(k), str(v)] for k, v in dict(headers or {}).items()]
-        if isinstance(body, str):
-            body = body.encode("utf-8")
-        js_body = to_js(bytes(body)) if body is not None else None
-        r = await guarded(url, str(method).upper(), to_js(pairs), js_body)
+    @staticmethod
+    def _refusal(r):
         if r.refused:
-            raise FetchRefused(f"osa.fetch refused {url}: {r.refused} (this runtime may fetch only {', '.join(allow) or 'nothing'})", str(r.refused))
+            return {"refused": str(r.refused), "detail": str(r.detail)}
         if r.error:
-            raise FetchError(f"osa.fetch of {url} failed: {r.error}")
-        return Response(int(r.status), str(r.url), dict(r.headers.to_py()), r.body.to_bytes())
+            return {"error": str(r.error)}
+        return None
 
-    async def fetch_bytes(url, **kw):
-        """Fetch url and return its body as bytes; raise FetchError unless the status is 2xx."""
-        return (await fetch(url, **kw)).raise_for_status().content
+    async def fetch(self, url, method, headers, body):
+        r = await self._fetch(url, method, to_js(headers), to_js(body) if body is not None else None)
+        return self._refusal(r) or {"status": int(r.status), "url": str(r.url), "headers": r.headers.to_py(), "content": r.body.to_bytes()}
 
-    async def fetch_text(url, *, encoding="utf-8", **kw):
-        """Fetch url and return its body as text; raise FetchError unless the status is 2xx."""
-        return (await fetch_bytes(url, **kw)).decode(encoding)
+    def check(self, url):
+        return bool(self._check(url).ok)
 
-    def allowed(url):
-        """Whether osa.fetch may fetch url."""
-        return bool(check(str(url)).ok)
+    def save(self, kind, name, data):
+        return self._refusal(self._save(kind, name, to_js(data))) or {"ok": True}
 
-    mod = types.ModuleType("osa", "The browser runtime's only network access: fetches limited to fetch_allow.")
-    mod.fetch, mod.fetch_bytes, mod.fetch_text, mod.allowed = fetch, fetch_bytes, fetch_text, allowed
-    mod.save_script, mod.save_artifact = save_script, save_artifact
-    mod.fetch_allow = allow
-    mod.Response, mod.FetchRefused, mod.FetchError, mod.SaveRefused = Response, FetchRefused, FetchError, SaveRefused
-    mod.__all__ = [
-        "fetch",
-        "fetch_bytes",
-        "fetch_text",
-        "allowed",
-        "fetch_allow",
-        "save_script",
-        "save_artifact",
-        "Response",
-        "FetchRefused",
-        "FetchError",
-        "SaveRefused",
-    ]
+
+def make_osa(source, bridge, fetch_allow):
+    """Build the osa module from its source (osa.py) around the worker's bridge."""
+    mod = types.ModuleType("osa")
+    mod.__file__ = "osa.py"
+    exec(compile(source, "osa.py", "exec"), mod.__dict__)
+    mod._install(_BridgeTransport(bridge, fetch_allow))
     sys.modules["osa"] = mod
     return mod
 
@@ -297,7 +187,6 @@ def _figures(max_images, image_px):
 
 
 async def _execute(code, filename):
-    SAVED.clear()
     out, err = Capture(), Capture()
     status, error, tb = "ok", "", ""
     with redirect_stdout(out), redirect_stderr(err):
@@ -329,9 +218,6 @@ async def run(code, max_images, image_px):
             "images": images,
             "figures_drawn": drawn,
             "figures_too_big": too_big,
-            "files": [
-                {"name": n, "kind": k, "data_base64": base64.b64encode(d).decode("ascii")} for n, (k, d) in sorted(SAVED.items())
-            ],
         },
         dict_converter=_object,
         depth=-1,
@@ -359,4 +245,4 @@ def set_from_entries(fn):
     _from_entries = fn
 
 
-__all__ = ["make_osa", "seal", "run", "run_prelude", "set_from_entries", "JsException"]
+__all__ = ["configure", "make_osa", "seal", "run", "run_prelude", "set_from_entries", "JsException"]

@@ -8,12 +8,14 @@
 // exec_seconds by terminating this worker and starting a new one.
 //
 // Messages in:  {type: "boot", ...settings} once, then {type: "run", id, code, images, image_px}.
+//               settings.limits is the page config's limits object (the server's caps); when
+//               it is absent, they are read from the config.json beside runtimeURL.
 // Messages out: {type: "loaded"} as soon as this module has run (a page that loads it through
 //               a dynamic import in a blob: worker waits for it before sending "boot"),
 //               {type: "progress", step, steps, phase, text}, {type: "ready", info},
 //               {type: "failed", kind, message}, {type: "result", id, result}.
 
-import { checkUrl, closure, lookupName, mergeLock } from "./lib.mjs";
+import { Workspace, allowedText, checkUrl, closure, lookupName, mergeLock } from "./lib.mjs";
 
 let runtime = null; // {run} once booted
 
@@ -67,22 +69,25 @@ async function boot(s) {
   };
 
   progress("loading_runtime", `Loading Pyodide ${py.pyodide_version}`);
-  let mod, stockLock, runtimeSource;
+  const get = (url, name, as) =>
+    fetch(url).then((r) => {
+      if (!r.ok) throw new Error(`${name} answered HTTP ${r.status}`);
+      return r[as]();
+    });
+  let mod, stockLock, runtimeSource, osaSource, caps;
   try {
-    [mod, stockLock, runtimeSource] = await Promise.all([
+    [mod, stockLock, runtimeSource, osaSource, caps] = await Promise.all([
       import(new URL("pyodide.mjs", s.indexURL).href),
-      fetch(new URL("pyodide-lock.json", s.indexURL)).then((r) => {
-        if (!r.ok) throw new Error(`pyodide-lock.json answered HTTP ${r.status}`);
-        return r.json();
-      }),
-      fetch(s.runtimeURL).then((r) => {
-        if (!r.ok) throw new Error(`osa_runtime.py answered HTTP ${r.status}`);
-        return r.text();
-      }),
+      get(new URL("pyodide-lock.json", s.indexURL), "pyodide-lock.json", "json"),
+      get(s.runtimeURL, "osa_runtime.py", "text"),
+      // The osa module, the same file the server's runtime runs, is served beside the runtime.
+      get(new URL("osa.py", s.runtimeURL), "osa.py", "text"),
+      s.limits || get(new URL("config.json", s.runtimeURL), "config.json", "json").then((c) => c.limits),
     ]);
   } catch (e) {
     throw new BootError("loading_runtime", `Pyodide ${py.pyodide_version} could not be loaded from ${s.indexURL}: ${messageOf(e)}`);
   }
+  if (!caps || typeof caps !== "object") throw new BootError("loading_runtime", "the server's config holds no limits for the runtime");
   if (mod.version !== py.pyodide_version) {
     throw new BootError("loading_runtime", `the server's Pyodide is version ${mod.version}, but this community runs ${py.pyodide_version}`);
   }
@@ -168,9 +173,10 @@ async function boot(s) {
   const ns = pyodide.globals.get("dict")();
   pyodide.runPython(runtimeSource, { globals: ns, filename: "<osa_runtime>" });
   ns.get("set_from_entries")(Object.fromEntries);
+  ns.get("configure")(JSON.stringify(caps));
   const fetchAllow = py.fetch_allow || [];
-  const bridge = makeBridge(fetchAllow);
-  ns.get("make_osa")(bridge, fetchAllow);
+  const workspace = new Workspace(caps);
+  ns.get("make_osa")(osaSource, makeBridge(fetchAllow, workspace), fetchAllow);
   ns.get("seal")();
   sealGlobals();
 
@@ -180,12 +186,19 @@ async function boot(s) {
       await ns.get("run_prelude")(py.prelude);
     } catch (e) {
       throw new BootError("prelude", `the community's prelude failed: ${lastLine(messageOf(e))}`);
+    } finally {
+      workspace.clear(); // what the prelude saved is not a run's
     }
   }
 
   const runFn = ns.get("run");
   runtime = {
-    run: async (code, images, imagePx) => runFn(code, images, imagePx),
+    run: async (code, images, imagePx) => {
+      workspace.clear();
+      const result = await runFn(code, images, imagePx);
+      result.files = workspace.take().map((f) => ({ name: f.name, kind: f.kind, data_base64: base64(f.data) }));
+      return result;
+    },
   };
   return {
     pyodide: pyodide.version,
@@ -199,16 +212,25 @@ function lastLine(text) {
   return lines[lines.length - 1];
 }
 
-// makeBridge is the one way out of the sealed worker: the native fetch, kept in this closure
-// only, behind the fetch_allow check; no redirect is followed and no credentials are sent.
-function makeBridge(fetchAllow) {
+function base64(bytes) {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+// makeBridge is the one way out of the sealed worker, the transport of the osa module: the
+// native fetch, kept in this closure only, behind the fetch_allow check (no redirect is followed
+// and no credentials are sent), and the run's workspace. Every answer has refused, detail and
+// error (null when not refused, "" and null), as osa_runtime.py reads them.
+function makeBridge(fetchAllow, workspace) {
   const nativeFetch = self.fetch.bind(self);
   const NativeHeaders = self.Headers;
   return {
     check: (url) => checkUrl(url, fetchAllow),
+    save: (kind, name, data) => ({ ...workspace.save(kind, name, data), error: null }),
     fetch: async (url, method, headers, body) => {
       const c = checkUrl(url, fetchAllow);
-      if (!c.ok) return { refused: c.reason, error: null };
+      if (!c.ok) return { refused: c.reason, detail: allowedText(fetchAllow), error: null };
       try {
         const r = await nativeFetch(c.url, {
           method,
@@ -221,9 +243,9 @@ function makeBridge(fetchAllow) {
           cache: "no-store",
         });
         const bytes = new Uint8Array(await r.arrayBuffer());
-        return { refused: null, error: null, status: r.status, url: r.url, headers: Array.from(r.headers.entries()), body: bytes };
+        return { refused: null, detail: "", error: null, status: r.status, url: r.url, headers: Array.from(r.headers.entries()), body: bytes };
       } catch (e) {
-        return { refused: null, error: `${messageOf(e)} (a redirect, a refused CORS request, or the network)` };
+        return { refused: null, detail: "", error: `${messageOf(e)} (a redirect, a refused CORS request, or the network)` };
       }
     },
   };
