@@ -83,89 +83,108 @@ func (a *Anthropic) Stream(ctx context.Context, req Request, emit func(Event) er
 	stream := a.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
 
-	var (
-		done      = Event{Kind: Done}
-		sawStop   bool
-		calls     int
-		malformed string              // name of a tool call whose input was not a JSON object
-		blocks    = map[int64]*call{} // open tool_use blocks by content index
-	)
+	st := &anthropicStream{emit: emit, done: Event{Kind: Done}, blocks: map[int64]*call{}}
 	for stream.Next() {
-		ev := stream.Current()
-		switch ev.Type {
-		case "message_start":
-			u := ev.Message.Usage
-			// The reply usage counts cached input as input, as the widget's usage object does.
-			done.Usage.InputTokens = int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens)
-			done.Usage.OutputTokens = int(u.OutputTokens)
-		case "content_block_start":
-			cb := ev.ContentBlock
-			switch cb.Type {
-			case "text":
-				if cb.Text != "" {
-					if err := emit(Event{Kind: TextDelta, Text: cb.Text}); err != nil {
-						return err
-					}
-				}
-			case "tool_use":
-				if calls++; calls > maxToolCalls {
-					return fmt.Errorf("anthropic: reply has more than %d tool calls", maxToolCalls)
-				}
-				blocks[ev.Index] = &call{id: cb.ID, name: cb.Name}
-			}
-		case "content_block_delta":
-			switch ev.Delta.Type {
-			case "text_delta":
-				if err := emit(Event{Kind: TextDelta, Text: ev.Delta.Text}); err != nil {
-					return err
-				}
-			case "input_json_delta":
-				b := blocks[ev.Index]
-				if b == nil {
-					continue
-				}
-				if err := b.add(ev.Delta.PartialJSON); err != nil {
-					return fmt.Errorf("anthropic: %w", err)
-				}
-			}
-		case "content_block_stop":
-			b := blocks[ev.Index]
-			if b == nil {
-				continue
-			}
-			delete(blocks, ev.Index)
-			c, ok := b.finish()
-			if !ok {
-				malformed = b.name
-				continue
-			}
-			if err := emit(Event{Kind: ToolCall, Call: c}); err != nil {
-				return err
-			}
-		case "message_delta":
-			done.StopReason = string(ev.Delta.StopReason)
-			u := ev.Usage
-			done.Usage.OutputTokens = int(u.OutputTokens)
-			// message_delta's usage is cumulative; newer API versions repeat the input count.
-			if in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens; in > 0 {
-				done.Usage.InputTokens = int(in)
-			}
-		case "message_stop":
-			sawStop = true
+		if err := st.handle(stream.Current()); err != nil {
+			return err
 		}
 	}
 	if err := stream.Err(); err != nil {
 		return streamError(ctx, "anthropic", err)
 	}
-	if !sawStop {
+	if !st.sawStop {
 		return fmt.Errorf("anthropic: %w", ErrStreamTruncated)
 	}
 	// A tool call cut off by the output limit is expected and Done says why; any other
 	// unreadable input is the model's fault and must not reach the tool.
-	if malformed != "" && done.StopReason != "max_tokens" {
-		return fmt.Errorf("anthropic: tool call %q: %w", malformed, ErrMalformedToolCall)
+	if st.malformed != "" && st.done.StopReason != "max_tokens" {
+		return fmt.Errorf("anthropic: tool call %q: %w", st.malformed, ErrMalformedToolCall)
 	}
-	return emit(done)
+	return emit(st.done)
+}
+
+// anthropicStream is the state of one Messages stream as its events arrive.
+type anthropicStream struct {
+	emit      func(Event) error
+	done      Event
+	sawStop   bool
+	calls     int
+	malformed string          // name of a tool call whose input was not a JSON object
+	blocks    map[int64]*call // open tool_use blocks by content index
+}
+
+// handle takes one event of the stream.
+func (st *anthropicStream) handle(ev anthropic.MessageStreamEventUnion) error {
+	switch ev.Type {
+	case "message_start":
+		u := ev.Message.Usage
+		// The reply usage counts cached input as input, as the widget's usage object does.
+		st.done.Usage.InputTokens = int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens)
+		st.done.Usage.OutputTokens = int(u.OutputTokens)
+	case "content_block_start":
+		return st.blockStart(ev)
+	case "content_block_delta":
+		return st.blockDelta(ev)
+	case "content_block_stop":
+		return st.blockStop(ev)
+	case "message_delta":
+		st.done.StopReason = string(ev.Delta.StopReason)
+		u := ev.Usage
+		st.done.Usage.OutputTokens = int(u.OutputTokens)
+		// message_delta's usage is cumulative; newer API versions repeat the input count.
+		if in := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens; in > 0 {
+			st.done.Usage.InputTokens = int(in)
+		}
+	case "message_stop":
+		st.sawStop = true
+	}
+	return nil
+}
+
+func (st *anthropicStream) blockStart(ev anthropic.MessageStreamEventUnion) error {
+	cb := ev.ContentBlock
+	switch cb.Type {
+	case "text":
+		if cb.Text != "" {
+			return st.emit(Event{Kind: TextDelta, Text: cb.Text})
+		}
+	case "tool_use":
+		if st.calls++; st.calls > maxToolCalls {
+			return fmt.Errorf("anthropic: reply has more than %d tool calls", maxToolCalls)
+		}
+		st.blocks[ev.Index] = &call{id: cb.ID, name: cb.Name}
+	}
+	return nil
+}
+
+func (st *anthropicStream) blockDelta(ev anthropic.MessageStreamEventUnion) error {
+	switch ev.Delta.Type {
+	case "text_delta":
+		return st.emit(Event{Kind: TextDelta, Text: ev.Delta.Text})
+	case "input_json_delta":
+		b := st.blocks[ev.Index]
+		if b == nil {
+			return nil
+		}
+		if err := b.add(ev.Delta.PartialJSON); err != nil {
+			return fmt.Errorf("anthropic: %w", err)
+		}
+	}
+	return nil
+}
+
+func (st *anthropicStream) blockStop(ev anthropic.MessageStreamEventUnion) error {
+	b := st.blocks[ev.Index]
+	if b == nil {
+		return nil
+	}
+	delete(st.blocks, ev.Index)
+	c, ok := b.finish()
+	if !ok {
+		st.malformed = b.name
+		return nil
+	}
+	return st.emit(Event{Kind: ToolCall, Call: c})
 }
 
 // params translates req into the SDK's request.

@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osc-assistant/assistant/config"
-	"github.com/osc-assistant/assistant/store"
 )
 
 // Price is what one model costs, in US dollars per million tokens.
@@ -22,11 +21,20 @@ type Price struct {
 // platform-paid chats. Replies paid with the caller's own key, and the free scripted model,
 // are not counted.
 type Budget struct {
-	Store  store.Store
+	Store  CostStore
 	Prices map[string]Price // by model id ("anthropic/claude-haiku-4-5")
 	Log    *slog.Logger
 	// Spent is the share of each limit used, by community and period ("day", "month").
 	Spent *prometheus.GaugeVec
+}
+
+// CostStore keeps each community's spending totals (store.Store implements it).
+type CostStore interface {
+	// AddCost adds usd to the community's totals for the current UTC day and month and returns
+	// the new totals.
+	AddCost(ctx context.Context, community string, usd float64) (day, month float64, err error)
+	// Costs returns the community's totals for the current UTC day and month.
+	Costs(ctx context.Context, community string) (day, month float64, err error)
 }
 
 // BudgetMetric is the gauge Budget.Spent expects; register it where the metrics live.
@@ -37,26 +45,27 @@ func BudgetMetric() *prometheus.GaugeVec {
 	}, []string{"community", "period"})
 }
 
-// MsgBudgetReached is the reader-facing refusal over a limit.
+// msgBudgetFmt is the reader-facing refusal over a limit.
 const msgBudgetFmt = "This assistant has used its %s budget for platform-paid answers. Try again later, or send your own API key."
 
-// Refusal returns the reader-facing text when community c is over a limit, or "".
-func (b *Budget) Refusal(ctx context.Context, c *config.Community) string {
+// Refusal returns a *RefusalError (CodeBudget) when community c is over a limit, or nil. A
+// budget that cannot be read refuses too.
+func (b *Budget) Refusal(ctx context.Context, c *config.Community) error {
 	if b == nil || c.Budget == nil {
-		return ""
+		return nil
 	}
 	day, month, err := b.Store.Costs(ctx, c.ID)
 	if err != nil {
 		b.log().Error("reading the budget failed; refusing platform-paid replies until it can be read", slog.String("community", c.ID), slog.Any("error", err))
-		return fmt.Sprintf(msgBudgetFmt, "daily")
+		return refuse(CodeBudget, fmt.Sprintf(msgBudgetFmt, "daily"))
 	}
 	switch {
 	case day >= c.Budget.DailyLimitUSD:
-		return fmt.Sprintf(msgBudgetFmt, "daily")
+		return refuse(CodeBudget, fmt.Sprintf(msgBudgetFmt, "daily"))
 	case month >= c.Budget.MonthlyLimitUSD:
-		return fmt.Sprintf(msgBudgetFmt, "monthly")
+		return refuse(CodeBudget, fmt.Sprintf(msgBudgetFmt, "monthly"))
 	}
-	return ""
+	return nil
 }
 
 // Record adds the cost of one model call to the community's totals when the platform paid for

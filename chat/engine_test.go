@@ -12,12 +12,20 @@ import (
 	"github.com/osc-assistant/assistant/toolresults"
 )
 
-// recordSink collects a turn's events.
+// recordSink collects a turn's events, each as its wire JSON decoded into a map.
 type recordSink struct{ events []map[string]any }
 
 func (s *recordSink) Open(string) error { return nil }
-func (s *recordSink) Send(ev map[string]any) error {
-	s.events = append(s.events, ev)
+func (s *recordSink) Send(ev StreamEvent) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	s.events = append(s.events, m)
 	return nil
 }
 

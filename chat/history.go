@@ -79,14 +79,14 @@ func trimHistory(history []Message, budget int) []Message {
 }
 
 // replyWarning is the one warning event a reply may carry before done, or nil.
-func replyWarning(cutOff, long bool) map[string]any {
+func replyWarning(cutOff, long bool) *WarningEvent {
 	switch {
 	case cutOff && long:
-		return map[string]any{"event": "warning", "message": msgCutOffLong, "code": "cut_off", "codes": []string{"cut_off", "long_conversation"}}
+		return &WarningEvent{Message: msgCutOffLong, Code: "cut_off", Codes: []string{"cut_off", "long_conversation"}}
 	case cutOff:
-		return map[string]any{"event": "warning", "message": msgCutOff, "code": "cut_off"}
+		return &WarningEvent{Message: msgCutOff, Code: "cut_off"}
 	case long:
-		return map[string]any{"event": "warning", "message": msgLong, "code": "long_conversation"}
+		return &WarningEvent{Message: msgLong, Code: "long_conversation"}
 	}
 	return nil
 }

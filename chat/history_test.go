@@ -58,13 +58,13 @@ func TestReplyWarning(t *testing.T) {
 	if replyWarning(false, false) != nil {
 		t.Error("a warning without cause")
 	}
-	if w := replyWarning(true, false); w["code"] != "cut_off" || w["message"] != msgCutOff {
+	if w := replyWarning(true, false); w.Code != "cut_off" || w.Message != msgCutOff {
 		t.Errorf("cut off: %v", w)
 	}
-	if w := replyWarning(false, true); w["code"] != "long_conversation" || w["message"] != msgLong {
+	if w := replyWarning(false, true); w.Code != "long_conversation" || w.Message != msgLong {
 		t.Errorf("long: %v", w)
 	}
-	if w := replyWarning(true, true); w["code"] != "cut_off" || w["message"] != msgCutOffLong || len(w["codes"].([]string)) != 2 {
+	if w := replyWarning(true, true); w.Code != "cut_off" || w.Message != msgCutOffLong || len(w.Codes) != 2 {
 		t.Errorf("both: %v", w)
 	}
 }

@@ -27,17 +27,8 @@ type Route struct {
 	Free bool
 }
 
-// RouteError is a request that cannot be routed to a model: its Status is the HTTP status a
-// JSON request gets; inside a stream it is an error event with Message.
-type RouteError struct {
-	Status  int
-	Message string
-}
-
-func (e *RouteError) Error() string { return e.Message }
-
-// MsgKeyRequired is the reference's 403 text for a platform-paid request that may not be paid for.
-const MsgKeyRequired = "API key required. Please provide your Anthropic API key via the X-Anthropic-API-Key header, or your OpenRouter API key via the X-OpenRouter-Key header. Get an Anthropic key at: https://platform.claude.com/settings/keys, or an OpenRouter key at: https://openrouter.ai/keys"
+// msgKeyRequired is the reference's 403 text for a platform-paid request that may not be paid for.
+const msgKeyRequired = "API key required. Please provide your Anthropic API key via the X-Anthropic-API-Key header, or your OpenRouter API key via the X-OpenRouter-Key header. Get an Anthropic key at: https://platform.claude.com/settings/keys, or an OpenRouter key at: https://openrouter.ai/keys"
 
 // DefaultScripted is the model a community runs when no key is configured anywhere.
 const DefaultScripted = "scripted/demo"
@@ -106,29 +97,36 @@ func (m *Models) Resolve(c *config.Community, requested string, keys Keys) (Rout
 	if id == "" {
 		id = m.configured(c)
 	}
+	if keys.Anthropic != "" || keys.OpenRouter != "" {
+		return m.callerPays(id, requested, keys)
+	}
+	return m.platformPays(c, id, requested)
+}
+
+// callerPays routes a request that brought its own key: an Anthropic key runs a Claude model
+// (the default one when the community's is not), an OpenRouter key runs any model id.
+func (m *Models) callerPays(id, requested string, keys Keys) (Route, error) {
 	provider, name := splitModel(id)
-	switch {
-	case keys.Anthropic != "":
-		if provider != "anthropic" {
-			provider, name = "anthropic", "claude-haiku-4-5"
-			if requested != "" {
-				return Route{}, &RouteError{400, "Model '" + requested + "' is not a Claude model, so it cannot run with your Anthropic API key. Choose a Claude model, or use an OpenRouter key."}
-			}
-		}
-		return Route{Provider: m.anthropic(keys.Anthropic), Model: "anthropic/" + name, Name: name, BYOK: true}, nil
-	case keys.OpenRouter != "":
+	if keys.Anthropic == "" {
 		slug := id
 		if provider == "openrouter" {
 			slug = name
 		}
 		return Route{Provider: m.openrouter(keys.OpenRouter), Model: "openrouter/" + slug, Name: slug, BYOK: true}, nil
 	}
-	fallback := func() (Route, error) {
+	if provider != "anthropic" {
 		if requested != "" {
-			return Route{}, &RouteError{403, MsgKeyRequired}
+			return Route{}, refuse(CodeUnknownModel, "Model '"+requested+"' is not a Claude model, so it cannot run with your Anthropic API key. Choose a Claude model, or use an OpenRouter key.")
 		}
-		return Route{Provider: Scripted{}, Model: DefaultScripted, Name: "demo", Free: true}, nil
+		name = "claude-haiku-4-5"
 	}
+	return Route{Provider: m.anthropic(keys.Anthropic), Model: "anthropic/" + name, Name: name, BYOK: true}, nil
+}
+
+// platformPays routes a request without a key of its own: the community's key variable, then
+// the platform's, pays; with neither, the default model falls back to the scripted one.
+func (m *Models) platformPays(c *config.Community, id, requested string) (Route, error) {
+	provider, name := splitModel(id)
 	switch provider {
 	case "scripted":
 		// Nobody pays for the offline model, so it skips the origin check and the budget; a
@@ -137,40 +135,44 @@ func (m *Models) Resolve(c *config.Community, requested string, keys Keys) (Rout
 		// without a key or an allowed origin.
 		if requested != "" {
 			if def, err := m.Resolve(c, "", Keys{}); err != nil || !def.Free {
-				return Route{}, &RouteError{400, "Model '" + requested + "' is not offered by this server."}
+				return Route{}, refuse(CodeUnknownModel, "Model '"+requested+"' is not offered by this server.")
 			}
 		}
 		return Route{Provider: Scripted{}, Model: "scripted/" + name, Name: name, Free: true}, nil
 	case "anthropic":
-		key := m.env(deref(c.AnthropicAPIKeyEnvVar))
-		if key == "" {
-			key = m.env("ANTHROPIC_API_KEY")
+		if key := m.firstEnv(deref(c.AnthropicAPIKeyEnvVar), "ANTHROPIC_API_KEY"); key != "" {
+			return Route{Provider: m.anthropic(key), Model: "anthropic/" + name, Name: name}, nil
 		}
-		if key == "" {
-			return fallback()
-		}
-		return Route{Provider: m.anthropic(key), Model: "anthropic/" + name, Name: name}, nil
 	case "openrouter":
-		key := m.env(deref(c.OpenRouterAPIKeyEnvVar))
-		if key == "" {
-			key = m.env("OPENROUTER_API_KEY")
+		if key := m.firstEnv(deref(c.OpenRouterAPIKeyEnvVar), "OPENROUTER_API_KEY"); key != "" {
+			return Route{Provider: m.openrouter(key), Model: "openrouter/" + name, Name: name}, nil
 		}
-		if key == "" {
-			return fallback()
-		}
-		return Route{Provider: m.openrouter(key), Model: "openrouter/" + name, Name: name}, nil
 	case "openai":
 		key, base := m.env("OPENAI_API_KEY"), m.env("OPENAI_BASE_URL")
-		if key == "" && base == "" {
-			return fallback()
+		if key != "" || base != "" {
+			if key == "" {
+				key = "unused" // local servers (Ollama, vLLM, llama.cpp) take any key
+			}
+			return Route{Provider: NewOpenAI(OpenAIOptions{APIKey: key, BaseURL: base, HTTPClient: m.HTTPClient, Images: m.env("OPENAI_IMAGES") == "1"}), Model: "openai/" + name, Name: name}, nil
 		}
-		if key == "" {
-			key = "unused" // local servers (Ollama, vLLM, llama.cpp) take any key
-		}
-		return Route{Provider: NewOpenAI(OpenAIOptions{APIKey: key, BaseURL: base, HTTPClient: m.HTTPClient, Images: m.env("OPENAI_IMAGES") == "1"}), Model: "openai/" + name, Name: name}, nil
 	default:
-		return Route{}, &RouteError{400, "Model '" + id + "' names an unknown provider '" + provider + "'; use anthropic/, openai/, openrouter/ or scripted/."}
+		return Route{}, refuse(CodeUnknownModel, "Model '"+id+"' names an unknown provider '"+provider+"'; use anthropic/, openai/, openrouter/ or scripted/.")
 	}
+	// No key anywhere for the provider.
+	if requested != "" {
+		return Route{}, refuse(CodeKeyRequired, msgKeyRequired)
+	}
+	return Route{Provider: Scripted{}, Model: DefaultScripted, Name: "demo", Free: true}, nil
+}
+
+// firstEnv is the first of the variables that is set.
+func (m *Models) firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := m.env(n); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 func (m *Models) anthropic(key string) Provider {

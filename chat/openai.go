@@ -105,72 +105,96 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, emit func(Event) error
 	stream := o.client.NewStreaming(ctx, params)
 	defer stream.Close()
 
-	var (
-		done    = Event{Kind: Done}
-		finish  string
-		calls   []*indexedCall             // in order of first chunk
-		byIndex = map[int64]*indexedCall{} // the call each index currently names
-	)
+	st := &openAIStream{emit: emit, done: Event{Kind: Done}, byIndex: map[int64]*indexedCall{}}
 	for stream.Next() {
-		chunk := stream.Current()
-		if chunk.JSON.Usage.Valid() {
-			// With include_usage the last chunk, with no choices, carries the usage;
-			// prompt_tokens already counts cached input.
-			done.Usage = Usage{
-				InputTokens:  int(chunk.Usage.PromptTokens),
-				OutputTokens: int(chunk.Usage.CompletionTokens),
-			}
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 { // n is never set, so only choice 0 exists
-				continue
-			}
-			if ch.Delta.Content != "" {
-				if err := emit(Event{Kind: TextDelta, Text: ch.Delta.Content}); err != nil {
-					return err
-				}
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				c := byIndex[tc.Index]
-				// A new id on a known index is a new call from a server that leaves index
-				// at 0 for every call.
-				if c == nil || (tc.ID != "" && c.id != "" && tc.ID != c.id) {
-					if len(calls) >= maxToolCalls {
-						return fmt.Errorf("openai: reply has more than %d tool calls", maxToolCalls)
-					}
-					c = &indexedCall{index: tc.Index}
-					calls = append(calls, c)
-					byIndex[tc.Index] = c
-				}
-				// The id and name come in a call's first chunk; later chunks leave them empty.
-				if tc.ID != "" {
-					c.id = tc.ID
-				}
-				if tc.Function.Name != "" {
-					c.name = tc.Function.Name
-				}
-				if err := c.add(tc.Function.Arguments); err != nil {
-					return fmt.Errorf("openai: %w", err)
-				}
-			}
-			if ch.FinishReason != "" {
-				finish = ch.FinishReason
-			}
+		if err := st.handle(stream.Current()); err != nil {
+			return err
 		}
 	}
 	if err := stream.Err(); err != nil {
 		return streamError(ctx, "openai", err)
 	}
-	if finish == "" {
+	if st.finish == "" {
 		return fmt.Errorf("openai: %w", ErrStreamTruncated)
 	}
+	return st.end()
+}
 
-	done.StopReason = finish
-	switch finish {
+// openAIStream is the state of one Chat Completions stream as its chunks arrive.
+type openAIStream struct {
+	emit    func(Event) error
+	done    Event
+	finish  string
+	calls   []*indexedCall         // in order of first chunk
+	byIndex map[int64]*indexedCall // the call each index currently names
+}
+
+// handle takes one chunk of the stream.
+func (st *openAIStream) handle(chunk openai.ChatCompletionChunk) error {
+	if chunk.JSON.Usage.Valid() {
+		// With include_usage the last chunk, with no choices, carries the usage;
+		// prompt_tokens already counts cached input.
+		st.done.Usage = Usage{
+			InputTokens:  int(chunk.Usage.PromptTokens),
+			OutputTokens: int(chunk.Usage.CompletionTokens),
+		}
+	}
+	for _, ch := range chunk.Choices {
+		if ch.Index != 0 { // n is never set, so only choice 0 exists
+			continue
+		}
+		if ch.Delta.Content != "" {
+			if err := st.emit(Event{Kind: TextDelta, Text: ch.Delta.Content}); err != nil {
+				return err
+			}
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			if err := st.toolDelta(tc); err != nil {
+				return err
+			}
+		}
+		if ch.FinishReason != "" {
+			st.finish = ch.FinishReason
+		}
+	}
+	return nil
+}
+
+// toolDelta adds one piece of a tool call.
+func (st *openAIStream) toolDelta(tc openai.ChatCompletionChunkChoiceDeltaToolCall) error {
+	c := st.byIndex[tc.Index]
+	// A new id on a known index is a new call from a server that leaves index at 0 for every
+	// call.
+	if c == nil || (tc.ID != "" && c.id != "" && tc.ID != c.id) {
+		if len(st.calls) >= maxToolCalls {
+			return fmt.Errorf("openai: reply has more than %d tool calls", maxToolCalls)
+		}
+		c = &indexedCall{index: tc.Index}
+		st.calls = append(st.calls, c)
+		st.byIndex[tc.Index] = c
+	}
+	// The id and name come in a call's first chunk; later chunks leave them empty.
+	if tc.ID != "" {
+		c.id = tc.ID
+	}
+	if tc.Function.Name != "" {
+		c.name = tc.Function.Name
+	}
+	if err := c.add(tc.Function.Arguments); err != nil {
+		return fmt.Errorf("openai: %w", err)
+	}
+	return nil
+}
+
+// end emits the tool calls, in index order, then Done.
+func (st *openAIStream) end() error {
+	done := st.done
+	done.StopReason = st.finish
+	switch st.finish {
 	case "stop":
 		done.StopReason = "end_turn"
 		// Some local servers (older Ollama, llama.cpp) say "stop" after tool calls.
-		if len(calls) > 0 {
+		if len(st.calls) > 0 {
 			done.StopReason = "tool_use"
 		}
 	case "tool_calls":
@@ -178,8 +202,8 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, emit func(Event) error
 	case "length":
 		done.StopReason = "max_tokens"
 	}
-	slices.SortStableFunc(calls, func(a, b *indexedCall) int { return cmp.Compare(a.index, b.index) })
-	for _, ic := range calls {
+	slices.SortStableFunc(st.calls, func(a, b *indexedCall) int { return cmp.Compare(a.index, b.index) })
+	for _, ic := range st.calls {
 		if ic.id == "" {
 			// The id pairs the call with its result, and a parked browser call is claimed by
 			// it; some local servers send none.
@@ -193,11 +217,11 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, emit func(Event) error
 			}
 			return fmt.Errorf("openai: tool call %q: %w", ic.name, ErrMalformedToolCall)
 		}
-		if err := emit(Event{Kind: ToolCall, Call: c}); err != nil {
+		if err := st.emit(Event{Kind: ToolCall, Call: c}); err != nil {
 			return err
 		}
 	}
-	return emit(done)
+	return st.emit(done)
 }
 
 // params translates req into the SDK's request.

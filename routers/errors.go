@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/limits"
 	"github.com/osc-assistant/assistant/store"
 	"github.com/osc-assistant/assistant/toolresults"
@@ -55,6 +56,46 @@ var (
 	errStoreUnavailable = &apiError{http.StatusServiceUnavailable, "The assistant cannot reach its session store right now. Try again in a few seconds."}
 	errTooManySessions  = &apiError{http.StatusServiceUnavailable, "Too many conversations are in progress right now. Try again in a few seconds."}
 )
+
+// chatErrors are the chat's request errors, returned before a stream opens, with the
+// reference's answers.
+var chatErrors = []struct {
+	err error
+	api *apiError
+}{
+	{chat.ErrSessionNotFound, errSessionNotFound},
+	{chat.ErrNoOutstandingCall, errNoOutstandingCall},
+	{chat.ErrSessionFull, errSessionFull},
+}
+
+// chatAPIError is the answer to one of the chat's errors: a refusal gets its code's status and
+// its own text, a session error the reference's answer; nil for any other error.
+func chatAPIError(err error) *apiError {
+	var ref *chat.RefusalError
+	if errors.As(err, &ref) {
+		return &apiError{refusalStatus(ref.Code), ref.Msg}
+	}
+	for _, m := range chatErrors {
+		if errors.Is(err, m.err) {
+			return m.api
+		}
+	}
+	return nil
+}
+
+// refusalStatus is the status of a refused chat: before a stream opens, or as the answer of a
+// non-streamed chat (whose refusals arrive as the turn's error event).
+func refusalStatus(code chat.RefusalCode) int {
+	switch code {
+	case chat.CodeKeyRequired:
+		return http.StatusForbidden
+	case chat.CodeUnknownModel:
+		return http.StatusBadRequest
+	default:
+		// An exhausted budget, like any non-streamed reply that could not be given.
+		return http.StatusBadGateway
+	}
+}
 
 // detailItem is one entry of a FastAPI-shaped 422 body: the same type the result decoder
 // reports, so both kinds of 422 are rendered and bounded alike.
@@ -100,6 +141,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		he     *echo.HTTPError
 		mbe    *http.MaxBytesError
 	)
+	if a := chatAPIError(err); a != nil {
+		err = a
+	}
 	switch {
 	case errors.As(err, &api):
 		status, body = api.status, detailJSON(api.detail)
@@ -198,6 +242,9 @@ func itemsJSON(items []detailItem, omitted int) []byte {
 		size += len(enc[i]) + 1
 	}
 	keep := len(items)
+	if omitted > 0 { // the final item is part of the body too
+		size += len(encodeJSON(toolresults.OmittedErrors(root, omitted))) + 1
+	}
 	if size >= maxErrorBody {
 		// Room for the final item with any count it may carry.
 		size = len(head) + len(tail) + len(encodeJSON(toolresults.OmittedErrors(root, math.MaxInt))) + 1

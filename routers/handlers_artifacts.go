@@ -1,6 +1,7 @@
 package routers
 
 import (
+	"context"
 	"errors"
 	"mime"
 	"net/http"
@@ -15,13 +16,19 @@ import (
 
 var errNoArtifact = &apiError{http.StatusNotFound, "No such artifact"}
 
+// ArtifactReader reads the files server-side runs saved (store.Store implements it).
+type ArtifactReader interface {
+	// Artifact returns one kept file, or store.ErrNotFound.
+	Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error)
+}
+
 // artifact is GET /{c}/sessions/{session_id}/artifacts/{call_id}/{path}: a file a server-side
 // run saved, served to whoever holds the session id (the session's credential, as the call id
 // is for results). The bytes were written by untrusted code, so they are served as a download
 // that the browser must not sniff or run.
 func (s *Server) artifact(c echo.Context) error {
 	cc, ok := s.community(c)
-	if !ok || s.deps.Engine == nil {
+	if !ok || s.deps.Artifacts == nil {
 		return errNotFound
 	}
 	sid, callID, p := c.Param("session"), c.Param("call"), c.Param("*")
@@ -29,7 +36,7 @@ func (s *Server) artifact(c echo.Context) error {
 		p == "" || len([]rune(p)) > int(limits.MaxArtifactNameChars) {
 		return errNoArtifact
 	}
-	data, err := s.deps.Engine.Store.Artifact(c.Request().Context(), cc.cfg.ID, sid, callID, p)
+	data, err := s.deps.Artifacts.Artifact(c.Request().Context(), cc.cfg.ID, sid, callID, p)
 	if errors.Is(err, store.ErrNotFound) {
 		return errNoArtifact
 	}

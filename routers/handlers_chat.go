@@ -1,8 +1,8 @@
 package routers
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -23,6 +23,15 @@ const (
 	maxChatBytes   = 256 << 10
 	maxResumeBytes = 9 << 20
 )
+
+// ChatEngine runs chat turns (*chat.Engine implements it). Errors it returns before a stream
+// opens are mapped to statuses by handleError; after that, a turn ends with its own event.
+type ChatEngine interface {
+	Chat(ctx context.Context, t chat.Turn, message string, sink chat.Sink) error
+	Resume(ctx context.Context, t chat.Turn, res *toolresults.Result, sink chat.Sink) error
+	// CheckModel returns the refusal of a turn whose model cannot be resolved at all.
+	CheckModel(t chat.Turn) error
+}
 
 // chatRequest is a checked POST /{c}/chat body. Unknown fields are ignored, as the reference's
 // model does (the widget may send cf_turnstile_response).
@@ -96,7 +105,7 @@ func (s *Server) chatHandler(c echo.Context) error {
 	t := s.turn(c, cc, req.sessionID, req.model, req.page, req.clientTools)
 	sink := newSSE(c)
 	defer sink.Close()
-	return mapChatError(s.deps.Engine.Chat(c.Request().Context(), t, req.message, sink))
+	return s.deps.Engine.Chat(c.Request().Context(), t, req.message, sink)
 }
 
 // resumeHandler is POST /{c}/chat/resume: the browser's result, then the reply continues.
@@ -120,7 +129,7 @@ func (s *Server) resumeHandler(c echo.Context) error {
 	t := s.turn(c, cc, req.SessionID, deref(req.Model), page, req.ClientTools)
 	sink := newSSE(c)
 	defer sink.Close()
-	return mapChatError(s.deps.Engine.Resume(c.Request().Context(), t, &req.Result, sink))
+	return s.deps.Engine.Resume(c.Request().Context(), t, &req.Result, sink)
 }
 
 func deref(p *string) string {
@@ -130,81 +139,60 @@ func deref(p *string) string {
 	return *p
 }
 
-// mapChatError turns the chat's request errors into the reference's answers.
-func mapChatError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, chat.ErrSessionNotFound):
-		return errSessionNotFound
-	case errors.Is(err, chat.ErrNoOutstandingCall):
-		return errNoOutstandingCall
-	case errors.Is(err, chat.ErrSessionFull):
-		return errSessionFull
-	}
-	return err
-}
-
 // chatJSON answers a non-streamed chat: client tools are never bound, and a failure is a real
 // HTTP error.
 func (s *Server) chatJSON(c echo.Context, cc *community, req *chatRequest) error {
 	t := s.turn(c, cc, req.sessionID, req.model, req.page, nil)
 	t.NoTools = true
-	if _, err := s.deps.Engine.Models.Resolve(cc.cfg, req.model, t.Keys); err != nil {
-		var re *chat.RouteError
-		if errors.As(err, &re) {
-			return &apiError{re.Status, re.Message}
-		}
+	if err := s.deps.Engine.CheckModel(t); err != nil {
 		return err
 	}
 	sink := &collectSink{warnings: []string{}}
-	if err := mapChatError(s.deps.Engine.Chat(c.Request().Context(), t, req.message, sink)); err != nil {
+	if err := s.deps.Engine.Chat(c.Request().Context(), t, req.message, sink); err != nil {
 		return err
 	}
-	if sink.errMsg != "" || sink.done == nil {
-		msg := sink.errMsg
-		if msg == "" {
-			msg = "The assistant finished without writing an answer. Try again, or rephrase your question."
-		}
+	if sink.failure != nil || sink.done == nil {
+		msg := "The assistant finished without writing an answer. Try again, or rephrase your question."
 		status := http.StatusBadGateway
-		if msg == chat.MsgKeyRequired {
-			status = http.StatusForbidden
+		if f := sink.failure; f != nil {
+			msg = f.Message
+			if f.Refusal != 0 {
+				status = refusalStatus(f.Refusal)
+			}
 		}
 		return &replyError{status, msg}
 	}
 	d := sink.done
 	return c.JSON(http.StatusOK, map[string]any{
 		"session_id": sink.sessionID,
-		"message":    map[string]any{"role": "assistant", "content": d["content"]},
+		"message":    map[string]any{"role": "assistant", "content": d.Content},
 		"tool_calls": []any{},
 		"citations":  []any{},
 		"request_id": requestID(c),
-		"model":      d["model"],
+		"model":      d.Model,
 		"warnings":   sink.warnings,
-		"usage":      d["usage"],
+		"usage":      d.Usage,
 	})
 }
 
 // collectSink gathers a turn's events for a JSON answer.
 type collectSink struct {
 	sessionID string
-	done      map[string]any
-	errMsg    string
+	done      *chat.DoneEvent
+	failure   *chat.ErrorEvent
 	warnings  []string
 }
 
 func (k *collectSink) Open(id string) error { k.sessionID = id; return nil }
 
-func (k *collectSink) Send(ev map[string]any) error {
-	switch ev["event"] {
-	case "done":
-		k.done = ev
-	case "error":
-		k.errMsg, _ = ev["message"].(string)
-	case "warning":
-		if m, ok := ev["message"].(string); ok {
-			k.warnings = append(k.warnings, m)
-		}
+func (k *collectSink) Send(ev chat.StreamEvent) error {
+	switch ev := ev.(type) {
+	case chat.DoneEvent:
+		k.done = &ev
+	case chat.ErrorEvent:
+		k.failure = &ev
+	case chat.WarningEvent:
+		k.warnings = append(k.warnings, ev.Message)
 	}
 	return nil
 }
@@ -284,7 +272,7 @@ func (w *sse) write(b []byte) error {
 	return w.rc.Flush()
 }
 
-func (w *sse) Send(ev map[string]any) error {
+func (w *sse) Send(ev chat.StreamEvent) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/config"
 )
 
@@ -46,8 +45,10 @@ type Deps struct {
 	Load func(ctx context.Context) (*config.Set, error)
 	// Communities is the set loaded at start.
 	Communities *config.Set
-	// Engine runs chat turns.
-	Engine *chat.Engine
+	// Engine runs chat turns (a *chat.Engine).
+	Engine ChatEngine
+	// Artifacts serves the files server-side runs saved; nil turns the artifact route off.
+	Artifacts ArtifactReader
 	// Limiter counts requests for the rate limits; nil disables them.
 	Limiter Limiter
 	// Registerer receives extra metrics (the budget gauge), or nil.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/osc-assistant/assistant/chat"
 )
 
 // lockedRecorder lets the test read the body while the heartbeat writes it.
@@ -48,12 +50,12 @@ func TestSSEHeartbeat(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if err := w.Send(map[string]any{"event": "done", "content": "a\nb"}); err != nil {
+	if err := w.Send(chat.ContentEvent{Content: "a\nb"}); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
 	after := rec.body()
-	if !strings.Contains(after, "data: {\"content\":\"a\\nb\",\"event\":\"done\"}\n\n") {
+	if !strings.Contains(after, "data: {\"content\":\"a\\nb\",\"event\":\"content\"}\n\n") {
 		t.Errorf("event framing:\n%q", after)
 	}
 	if rec.Header().Get("X-Session-ID") != "s1" || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {

@@ -254,6 +254,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		Load:        load,
 		Communities: set,
 		Engine:      engine,
+		Artifacts:   st,
 		Limiter:     st,
 		Collectors:  []prometheus.Collector{spent},
 	})
