@@ -70,8 +70,8 @@ var ReservedIDs = []string{"admin", "communities", "feedback", "health", "metric
 var ReservedClientToolNames = []string{"get_full_output"}
 
 // SealedImportRoots are the modules the browser's seal removes; importing them before the seal
-// gains nothing (config.md §4.1).
-var SealedImportRoots = []string{"micropip", "js", "pyodide", "pyodide_js", "pyodide_http", "ctypes"}
+// gains nothing (config.md §4.1). The list is limits'.
+var SealedImportRoots = limits.SealedImportRoots
 
 // expensiveModels may only be a community's default when the community brings its own key.
 var expensiveModels = []string{"openai/o1", "openai/o1-preview", "anthropic/claude-opus-4", "anthropic/claude-3-opus"}

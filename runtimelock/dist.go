@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/osc-assistant/assistant/limits"
 )
 
 // pyodideLocks holds the stock lock of every Pyodide release we support, exactly as the
@@ -129,9 +131,9 @@ func (d *Dist) Package(name string) (DistPackage, bool) {
 // sealed root, are config's to report, so Check skips them rather than report them twice.
 var moduleRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
-// sealedRoots mirrors config's SEALED_IMPORT_ROOTS (config.md §4.1), only to skip entries config
-// already refuses.
-var sealedRoots = []string{"micropip", "js", "pyodide", "pyodide_js", "pyodide_http", "ctypes"}
+// sealedRoots are config.md §4.1's SEALED_IMPORT_ROOTS (from limits), only to skip entries
+// config already refuses.
+var sealedRoots = limits.SealedImportRoots
 
 // Check resolves a community's runtime.python names against this distribution and the
 // community's overlay (nil when it names no lockfile). Paths are relative to runtime.python.
