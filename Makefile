@@ -31,6 +31,10 @@ pyodide: ## install the npm pyodide package the demo page serves, outside the re
 browser-deps: ## install what the browser tests need (tests/browser npm packages, Pyodide)
 	scripts/browser_test.sh --deps
 
+.PHONY: native-deps
+native-deps: ## install Debian's python3 packages the engine's packages are compared against
+	scripts/native_packages.sh
+
 .PHONY: browser-test
 browser-test: ## run only the demo page's tests in Chromium
 	scripts/browser_test.sh
@@ -45,7 +49,7 @@ run: build engine pyodide ## serve the shipped communities on :8080 (prints the 
 	ASSISTANT_PYODIDE_PACKAGES_URL='$(PYODIDE_PACKAGES_URL)' ./bin/assistant serve
 
 .PHONY: test
-test: engine browser-deps ## run every test (race detector on), Redis ones against a throwaway redis-server
+test: engine browser-deps native-deps ## run every test (race detector on), Redis ones against a throwaway redis-server
 	ASSISTANT_ENGINE_DIR="$$(scripts/build_python_wasi.sh --print-dir)" scripts/with_redis.sh $(GO) test -race -count=1 ./...
 
 .PHONY: bench

@@ -39,6 +39,9 @@ const minMemoryBytes = 32 << 20
 const (
 	guestHome    = "/usr"
 	guestScratch = "/tmp"
+	// guestZoneinfo is where the engine's tz database is mounted: zoneinfo's default TZPATH,
+	// and the path Debian's pytz reads.
+	guestZoneinfo = "/usr/share/zoneinfo"
 )
 
 // Options configures New.
@@ -76,6 +79,8 @@ type Engine struct {
 	root     *os.Root        // the stdlib directory, open for the engine's lifetime
 	libGuest string          // e.g. "/usr/lib/python3.13"
 	fsBase   wazero.FSConfig // the stdlib, read-only
+	tzRoot   *os.Root        // the tz database, when the engine has one
+	packages []Package       // packages.json: what the engine holds beyond the bare stdlib
 	maxMem   uint64          // bytes
 	base     wazero.ModuleConfig
 	mode     Mode
@@ -148,6 +153,15 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// rather than failing later at the first write.
 	e.fsBase = wazero.NewFSConfig().(sysfs.FSConfig).
 		WithSysFSMount(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: root.FS()}}, e.libGuest)
+	if e.packages, err = readPackages(filepath.Join(opts.Dir, "packages.json")); err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("sandbox: %v", err)
+	}
+	// The tz database, read-only where zoneinfo and Debian's pytz look for it.
+	if tz, err := os.OpenRoot(filepath.Join(opts.Dir, "share", "zoneinfo")); err == nil {
+		e.tzRoot = tz
+		e.fsBase = e.fsBase.(sysfs.FSConfig).WithSysFSMount(&sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: tz.FS()}}, guestZoneinfo)
+	}
 	if opts.CacheDir != "" {
 		e.cache, err = wazero.NewCompilationCacheWithDir(opts.CacheDir)
 		if err != nil {
@@ -190,6 +204,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		WithEnv("TMPDIR", guestScratch).
 		WithEnv("LANG", "C.UTF-8")
 	log.Info("python engine loaded", "path", wasmPath, "sha256", got, "python", e.python,
+		"packages", packageList(e.packages),
 		"duration", time.Since(start).Round(time.Millisecond), "memory_limit_mb", e.maxMem>>20,
 		"mode", e.mode.String())
 	return e, nil
@@ -217,6 +232,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	if e.root != nil {
 		errs = append(errs, e.root.Close())
+	}
+	if e.tzRoot != nil {
+		errs = append(errs, e.tzRoot.Close())
 	}
 	return errors.Join(errs...)
 }

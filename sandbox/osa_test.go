@@ -6,11 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	expsys "github.com/tetratelabs/wazero/experimental/sys"
+
+	"github.com/osc-assistant/assistant/web/osa"
 )
 
 // These run the real engine with a community policy: the prelude, overlay wheels, osa.fetch
@@ -252,8 +255,15 @@ func TestRunUnavailableImport(t *testing.T) {
 	if err != nil || res.Status != StatusError {
 		t.Fatalf("import numpy: %v %+v", err, res)
 	}
+	// The engine's own packages (packages.json) and the overlay wheels, in name order.
+	have := []string{"nemar_tools"}
+	for _, p := range e.Packages() {
+		have = append(have, p.Import+" "+p.Version)
+	}
+	slices.Sort(have)
 	want := "ModuleNotFoundError: No module named 'numpy': numpy is not available in the server's Python, and nothing can be installed; " +
-		"available: the standard library (without sockets, threads, subprocesses, ssl, ctypes or sqlite3), osa, nemar_tools\n"
+		"available: the standard library (without sockets, threads, subprocesses, ssl or ctypes), osa, " + strings.Join(have, ", ") +
+		". numpy, pandas, scipy and matplotlib need the reader's browser.\n"
 	if !strings.HasSuffix(res.Stderr, want) || !strings.HasPrefix(res.Stderr, "Traceback (most recent call last):\n  File \"<code>\", line 2, in <module>\n    import numpy as np\n") {
 		t.Errorf("stderr:\n%s\nwant it to end with:\n%s", res.Stderr, want)
 	}
@@ -525,4 +535,16 @@ func TestOsaDeviceCaps(t *testing.T) {
 		t.Errorf("check: %s", got)
 	}
 	c.Close()
+}
+
+// The guest's osa module is the one the browser's runtime runs too (web/osa), then this
+// runtime's transport, which installs itself.
+func TestOsaModuleIsTheSharedOne(t *testing.T) {
+	if !bytes.HasPrefix(osaModule, osa.Module) || !bytes.HasSuffix(osaModule, osaDeviceTransport) ||
+		len(osaModule) != len(osa.Module)+len(osaDeviceTransport) {
+		t.Error("osaModule is not web/osa's module followed by osa_device.py")
+	}
+	if !bytes.Contains(osaDeviceTransport, []byte("\n_install(_DeviceTransport())\n")) {
+		t.Error("osa_device.py does not install its transport")
+	}
 }

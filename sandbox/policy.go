@@ -63,6 +63,10 @@ func summary(res Result, seconds string, outCap, errCap int) string {
 		version = major + "." + minor
 	}
 	parts := []string{"Ran on the server, in its Python " + version + " (not in the reader's browser)."}
+	if len(res.Packages) > 0 {
+		parts = append(parts, "It has "+strings.Join(res.Packages, ", ")+" beyond the standard library; "+
+			strings.Join(BrowserOnly[:len(BrowserOnly)-1], ", ")+" and "+BrowserOnly[len(BrowserOnly)-1]+" need the browser.")
+	}
 	exc := clipRunes(res.Exception, 300)
 	switch {
 	case res.Status == StatusOK:

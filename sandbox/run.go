@@ -99,9 +99,11 @@ type Result struct {
 	// StdoutTotal and StderrTotal count the characters written before clipping.
 	StdoutTotal int64
 	StderrTotal int64
-	// Timeout is the deadline the run had; Python is the engine's CPython version.
-	Timeout time.Duration
-	Python  string
+	// Timeout is the deadline the run had; Python is the engine's CPython version, and
+	// Packages the import names of what it holds beyond the standard library (packages.json).
+	Timeout  time.Duration
+	Python   string
+	Packages []string
 	// Exception is "Type: message" of the uncaught exception that ended the run, or "".
 	Exception string
 	// PreludeFailed: the run ended during the prelude (it raised or exited), so Source did not
@@ -199,8 +201,8 @@ class _Unavailable:
                 have = [x for x in f.read().decode("utf-8", "replace").split("\0") if x]
         except OSError:
             have = []
-        have = ", ".join(["the standard library (without sockets, threads, subprocesses, ssl, ctypes or sqlite3)", "osa"] + sorted(set(have)))
-        raise ModuleNotFoundError(f"No module named {name!r}: {name} is not available in the server's Python, and nothing can be installed; available: {have}", name=name)
+        have = ", ".join(["the standard library (without sockets, threads, subprocesses, ssl or ctypes)", "osa"] + sorted(set(have)))
+        raise ModuleNotFoundError(f"No module named {name!r}: {name} is not available in the server's Python, and nothing can be installed; available: {have}. numpy, pandas, scipy and matplotlib need the reader's browser.", name=name)
 class _Resume:
     # The rest of a coroutine the driver began stepping by hand, as an awaitable for a Task.
     def __init__(self, coro, step):
@@ -405,7 +407,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 		mounts:   policy.mounts,
 	})
 	res := Result{Elapsed: time.Since(start), MemoryPeak: int64(o.memPeak), ExitCode: int(o.exitCode),
-		Timeout: timeout, Python: e.python}
+		Timeout: timeout, Python: e.python, Packages: e.packageImports()}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // the caller's deadline or cancellation, not the program's
 	}

@@ -140,7 +140,7 @@ func (e *Engine) policyFiles(ctx context.Context, req Request) (memFS, error) {
 	m := memFS{
 		"python/osa.py": osaModule,
 		"fetch_allow":   []byte(strings.Join(req.FetchAllow, "\x00")),
-		"available":     []byte(strings.Join(req.Available, "\x00")),
+		"available":     []byte(strings.Join(e.available(req), "\x00")),
 	}
 	if name, pyc := e.osaBytecode(ctx); pyc != nil {
 		m[name] = pyc

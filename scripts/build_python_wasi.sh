@@ -38,6 +38,36 @@ readonly PY_SRCPKG=python3.13 # from trixie (deb-src)
 readonly ZLIB_TARBALL=zlib_1.2.13.dfsg.orig.tar.bz2
 readonly ZLIB_TARBALL_SHA256=71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a1
 readonly ZLIB_SRCPKG=zlib/bookworm
+# SQLite 3.46 (trixie): the first Debian release whose os_unix.c builds for WASI (SQLITE_WASI).
+readonly SQLITE_TARBALL=sqlite3_3.46.1.orig.tar.xz
+readonly SQLITE_TARBALL_SHA256=d0cdd2ece271b29e7ce18095745d892517ee26d0f270065b3a25c2e9eb11639c
+readonly SQLITE_SRCPKG=sqlite3/trixie
+readonly BZIP2_TARBALL=bzip2_1.0.8.orig.tar.gz
+readonly BZIP2_TARBALL_SHA256=ab5a03176ee106d3f0fa90e381da478ddae405918153cca248e682cd0c4a2269
+readonly BZIP2_SRCPKG=bzip2/bookworm
+readonly XZ_TARBALL=xz-utils_5.4.1.orig.tar.xz
+readonly XZ_TARBALL_SHA256=5d9827aa1875b21c288f78864bb26d2650b436ea8d2cad364e4921eb6266a5a5
+readonly XZ_SRCPKG=xz-utils/bookworm
+# Debian binary packages whose files go into the engine as they are: pure-Python libraries
+# (into lib/python3.13/site-packages, byte-compiled like the stdlib) and the tz database (into
+# share/zoneinfo, which the sandbox mounts read-only at /usr/share/zoneinfo, where zoneinfo and
+# Debian's pytz both read it). "name version sha256" of each .deb.
+readonly DEBS=(
+	"python3-openpyxl 3.0.9-1 468490fc3f43f338efc03af25987956ca541b866378d8482a33d63d988e58ce9"
+	"python3-et-xmlfile 1.0.1-2.1 a80d31fe47b34f693ea31ba08c1c9783e073c562258a47bf22cc51c05ed666ec"
+	"python3-dateutil 2.8.2-2 59d696282ffeaf54395452e012715410dc414c6baaa54d4cdae56ac7c217eb31"
+	"python3-tz 2022.7.1-4 b165d30ef171f9426c496900449b85d290d4c6d2de50e1c3f4adc2b55b6fd534"
+	"python3-six 1.16.0-4 fd189e9cecbcf17a1fc20aec30055c8afa9c1eec00cd6e7ab385087a2ab3b0d3"
+	"python3-xlsxwriter 3.0.2-2 08f682b576f661785ee1fb1c551046e55c195c2e45b36548184282885b2f9a3d"
+	"python3-tabulate 0.8.9-1 80715ccbff14c93a11de864a7d6a219492ac3a5fb35d7c165540e22a91774a20"
+	"tzdata 2026f-0+deb12u1 3254eb870c8a949518214805aee5e4276af7699988ea8b9a3a583cd0f1eab31c"
+)
+# SQLite for a single-threaded guest with no shared memory: no locking (one process reads and
+# writes its files), no WAL (it needs mmap'ed shared memory), no extensions, temp tables in
+# memory (counted toward the run's memory cap, not its scratch).
+readonly SQLITE_CFLAGS="-DSQLITE_WASI -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_WAL \
+-DSQLITE_MAX_MMAP_SIZE=0 -DSQLITE_DEFAULT_UNIX_VFS=\"unix-none\" -DSQLITE_TEMP_STORE=3 -DSQLITE_OMIT_SHARED_CACHE \
+-DSQLITE_DQS=0 -DSQLITE_ENABLE_MATH_FUNCTIONS"
 # 2025-06-11T00:00:00Z, the CPython 3.13.5 release date: the build date in sys.version and
 # every output file's mtime.
 readonly SOURCE_DATE_EPOCH=1749600000
@@ -49,11 +79,11 @@ readonly PERIODIC_YIELD=10000
 # Packages whose versions go into the cache key (they shape python.wasm).
 readonly TOOLCHAIN_PKGS=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 wasi-libc binaryen)
 # Packages needed for the build but not part of the key.
-readonly OTHER_PKGS=(gcc libc6-dev make pkg-config xz-utils bzip2 coreutils util-linux)
+readonly OTHER_PKGS=(gcc libc6-dev make pkg-config xz-utils bzip2 coreutils util-linux tcl)
 
 # Stdlib directories and files left out of the engine (spec: "Package the stdlib").
 readonly STDLIB_EXCLUDE=(test idlelib tkinter turtle.py turtledemo ensurepip lib2to3 venv
-	distutils pydoc_data curses sqlite3 ctypes dbm multiprocessing)
+	distutils pydoc_data curses sqlite3/test ctypes dbm multiprocessing)
 
 readonly CACHE_ROOT="${ASSISTANT_ENGINE_CACHE:-${HOME:-/root}/.cache/assistant-engine}"
 readonly BUILD_ROOT=/tmp/assistant-engine-build
@@ -174,6 +204,31 @@ fetch_orig() {
 	rm -rf "$tmp"
 }
 
+# fetch_deb NAME VERSION SHA256 puts a Debian binary package (pinned by version and sha256) into
+# the download cache.
+fetch_deb() {
+	local name=$1 version=$2 sha=$3 file dest uri tmp
+	file="${name}_${version//:/%3a}_all.deb"
+	dest="$CACHE_ROOT/downloads/$file"
+	if [[ -f $dest ]] && echo "$sha  $dest" | sha256sum -c --status; then
+		return 0
+	fi
+	uri=$(apt-get download --print-uris -qq "$name=$version" 2>/dev/null | awk '{ gsub("\047", "", $1); print $1 }' | head -n1)
+	if [[ -z $uri ]]; then
+		as_root apt-get update -qq >&2
+		uri=$(apt-get download --print-uris -qq "$name=$version" 2>/dev/null | awk '{ gsub("\047", "", $1); print $1 }' | head -n1)
+	fi
+	[[ -n $uri ]] || die "apt no longer offers $name $version; update the pins in $SCRIPT_PATH"
+	log "downloading $file"
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/assistant-engine-dl.XXXXXX")
+	chmod 0755 "$tmp"
+	if [[ $(id -u) == 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$tmp"; fi
+	/usr/lib/apt/apt-helper download-file "$uri" "$tmp/$file" "SHA256:$sha" >&2
+	mv "$tmp/$file" "$dest.tmp"
+	mv "$dest.tmp" "$dest"
+	rm -rf "$tmp"
+}
+
 # phase NAME FUNC runs FUNC in a subshell with its output in $WORK/logs/NAME.log, once: a
 # finished phase leaves $WORK/.done-NAME and is skipped when the build resumes. (The subshell
 # runs in the background and is waited for, so that set -e holds inside it.)
@@ -230,9 +285,17 @@ toolchain() { # the sysroot and wrappers (spec recipe steps 3-4)
 
 unpack() {
 	rm -rf "${WORK:?}/src"
-	mkdir -p "$WORK/src/python" "$WORK/src/zlib"
+	mkdir -p "$WORK/src/python" "$WORK/src/zlib" "$WORK/src/sqlite" "$WORK/src/bzip2" "$WORK/src/xz" "$WORK/src/debs"
 	tar -xf "$CACHE_ROOT/downloads/$PY_TARBALL" -C "$WORK/src/python" --strip-components=1
 	tar -xf "$CACHE_ROOT/downloads/$ZLIB_TARBALL" -C "$WORK/src/zlib" --strip-components=1
+	tar -xf "$CACHE_ROOT/downloads/$SQLITE_TARBALL" -C "$WORK/src/sqlite" --strip-components=1
+	tar -xf "$CACHE_ROOT/downloads/$BZIP2_TARBALL" -C "$WORK/src/bzip2" --strip-components=1
+	tar -xf "$CACHE_ROOT/downloads/$XZ_TARBALL" -C "$WORK/src/xz" --strip-components=1
+	local d name version sha
+	for d in "${DEBS[@]}"; do
+		read -r name version sha <<<"$d"
+		dpkg-deb -x "$CACHE_ROOT/downloads/${name}_${version//:/%3a}_all.deb" "$WORK/src/debs"
+	done
 }
 
 # patch_yield adds the eval-loop periodic yield (spec: "How mode B works" and the 3.13 notes):
@@ -291,6 +354,67 @@ zlib() { # static libz for wasm32 (spec recipe step 5)
 	test -f "$WORK/deps/lib/pkgconfig/zlib.pc"
 }
 
+# pcfile NAME VERSION LIBS writes a pkg-config file for a static wasm32 library in deps, so
+# CPython's configure finds it as it finds zlib.
+pcfile() {
+	mkdir -p "$WORK/deps/lib/pkgconfig"
+	cat >"$WORK/deps/lib/pkgconfig/$1.pc" <<-EOF
+		prefix=$WORK/deps
+		Name: $1
+		Description: $1 for wasm32-wasi (assistant engine)
+		Version: $2
+		Cflags: -I\${prefix}/include
+		Libs: -L\${prefix}/lib $3
+	EOF
+}
+
+build_sqlite() { # static libsqlite3 for wasm32: the amalgamation made natively, compiled for WASI
+	mkdir -p "$WORK/sqlite-native" "$WORK/deps/include" "$WORK/deps/lib"
+	cd "$WORK/sqlite-native"
+	"$WORK/src/sqlite/configure" --disable-tcl >/dev/null
+	make sqlite3.c >/dev/null
+	# shellcheck disable=SC2086 # the flags are words
+	"$WORK/bin/clang" -O2 $WASM_CFLAGS $SQLITE_CFLAGS -c sqlite3.c -o sqlite3.o
+	"$WORK/bin/llvm-ar" rcs "$WORK/deps/lib/libsqlite3.a" sqlite3.o
+	cp sqlite3.h sqlite3ext.h "$WORK/deps/include/"
+	pcfile sqlite3 "$(cat "$WORK/src/sqlite/VERSION")" -lsqlite3
+}
+
+build_bzip2() { # static libbz2 for wasm32
+	cd "$WORK/src/bzip2"
+	local f objs=()
+	for f in blocksort huffman crctable randtable compress decompress bzlib; do
+		"$WORK/bin/clang" -O2 $WASM_CFLAGS -D_FILE_OFFSET_BITS=64 -c "$f.c" -o "$f.o"
+		objs+=("$f.o")
+	done
+	"$WORK/bin/llvm-ar" rcs "$WORK/deps/lib/libbz2.a" "${objs[@]}"
+	cp bzlib.h "$WORK/deps/include/"
+	pcfile bzip2 1.0.8 -lbz2
+}
+
+build_xz() { # static liblzma for wasm32, without threads or the command-line tools
+	# WASI has no signal masks; only the command-line tools use this helper. The anchor is
+	# checked, so a new xz fails loudly.
+	"$NATIVE/src/python" -I - "$WORK/src/xz/src/common/mythread.h" <<-'PY'
+		import pathlib, sys
+		p = pathlib.Path(sys.argv[1])
+		s = p.read_text()
+		anchor = "#if !(defined(_WIN32) && !defined(__CYGWIN__))\n// Use sigprocmask()"
+		if s.count(anchor) != 1:
+		    sys.exit(f"build_xz: anchor found {s.count(anchor)} times in {p}")
+		p.write_text(s.replace(anchor, anchor.replace("))\n", ")) && !defined(__wasi__)\n")))
+	PY
+	mkdir -p "$WORK/xz-build"
+	cd "$WORK/xz-build"
+	CC="$WORK/bin/clang" AR="$WORK/bin/llvm-ar" RANLIB="$WORK/bin/llvm-ranlib" CFLAGS="-O2 $WASM_CFLAGS" \
+		"$WORK/src/xz/configure" --host=wasm32-unknown-wasi --prefix="$WORK/deps" --enable-static --disable-shared \
+		--disable-threads --disable-xz --disable-xzdec --disable-lzmadec --disable-lzmainfo --disable-scripts \
+		--disable-doc --disable-nls --disable-rpath --disable-lzma-links --disable-symbol-versions
+	make -j"$JOBS" -C src/liblzma
+	make -C src/liblzma install
+	test -f "$WORK/deps/lib/pkgconfig/liblzma.pc"
+}
+
 cross_configure() { # spec recipe step 6, plus the 3.13 config.site lines
 	mkdir -p "$WORK/cross"
 	{
@@ -308,6 +432,8 @@ cross_configure() { # spec recipe step 6, plus the 3.13 config.site lines
 		CC="$WORK/bin/clang" AR="$WORK/bin/llvm-ar" RANLIB="$WORK/bin/llvm-ranlib" \
 		CFLAGS="$WASM_CFLAGS" \
 		PKG_CONFIG_LIBDIR="$WORK/deps/lib/pkgconfig" PKG_CONFIG_PATH='' \
+		LIBSQLITE3_CFLAGS="-I$WORK/deps/include" LIBSQLITE3_LIBS="-L$WORK/deps/lib -lsqlite3" \
+		BZIP2_CFLAGS="-I$WORK/deps/include" BZIP2_LIBS="-L$WORK/deps/lib -lbz2" \
 		"$WORK/src/python/configure" -C \
 		--host=wasm32-unknown-wasi \
 		--build="$("$WORK/src/python/config.guess")" \
@@ -316,6 +442,10 @@ cross_configure() { # spec recipe step 6, plus the 3.13 config.site lines
 		--disable-test-modules \
 		--without-ensurepip
 	grep -q '^#define HAVE_ZLIB_COPY 1' pyconfig.h || grep -q 'MODULE_ZLIB_STATE=yes' Makefile
+	local m
+	for m in _SQLITE3 _BZ2 _LZMA; do
+		grep -q "^MODULE_${m}_STATE=yes" Makefile || die "configure did not enable ${m,,}: $(grep "^MODULE_${m}_STATE" Makefile)"
+	done
 }
 
 cross_make() {
@@ -345,6 +475,15 @@ stdlib() { # spec recipe step 9: trimmed stdlib, unchecked-hash .pyc, fixed time
 	pybuilddir=$(cat "$WORK/cross/pybuilddir.txt")
 	cp "$WORK/cross/$pybuilddir"/_sysconfigdata_*_wasi_*.py "$lib/"
 	cp "$WORK/src/python/LICENSE" "$lib/LICENSE.txt"
+	# The Debian packages' files as they are: Python packages into site-packages (which site
+	# puts on sys.path), the tz database (without the leap-second "right/" variants and the
+	# "posix/" link to itself, links resolved) into share/zoneinfo.
+	mkdir -p "$lib/site-packages" "$WORK/stage/share/zoneinfo"
+	cp -a "$WORK/src/debs/usr/lib/python3/dist-packages/." "$lib/site-packages/"
+	find "$lib/site-packages" -name '__pycache__' -prune -exec rm -rf {} +
+	(cd "$WORK/src/debs/usr/share/zoneinfo" && find -L . \( -path ./right -o -path ./posix \) -prune -o -type f -print0 |
+		xargs -0 cp -L --parents -t "$WORK/stage/share/zoneinfo")
+	test -f "$WORK/stage/share/zoneinfo/Europe/Berlin" && test -f "$WORK/stage/share/zoneinfo/tzdata.zi"
 	# workers=1: 3.13's compileall pool re-imports __main__ through a forkserver (spec).
 	"$NATIVE/src/python" -I -m compileall -q -j 1 -f \
 		--invalidation-mode unchecked-hash -d "/usr/lib/python$PY_MINOR" "$lib" >/dev/null
@@ -354,7 +493,36 @@ stdlib() { # spec recipe step 9: trimmed stdlib, unchecked-hash .pyc, fixed time
 	find "$WORK/stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 }
 
+# manifest writes packages.json: what the engine holds beyond the bare standard library, which
+# the server logs and tells the model about. "import" is the module a program imports.
+manifest() {
+	local py=$NATIVE/src/python
+	"$py" -I - "$WORK/stage/packages.json" "$(cat "$WORK/src/sqlite/VERSION")" "${DEBS[@]}" <<-'PY'
+		import json, sys
+		out, sqlite_version, debs = sys.argv[1], sys.argv[2], sys.argv[3:]
+		deb = {d.split()[0]: d.split()[1] for d in debs}
+		def upstream(v):
+		    return v.split("-")[0].split("+")[0]
+		pkgs = [
+		    {"name": "sqlite3", "import": "sqlite3", "version": sqlite_version, "debian": "sqlite3 3.46.1 (source)"},
+		    {"name": "zoneinfo", "import": "zoneinfo", "version": upstream(deb["tzdata"]), "debian": "tzdata " + deb["tzdata"]},
+		    {"name": "bz2", "import": "bz2", "version": "1.0.8", "debian": "bzip2 1.0.8 (source)"},
+		    {"name": "lzma", "import": "lzma", "version": "5.4.1", "debian": "xz-utils 5.4.1 (source)"},
+		]
+		for name, imp in [("openpyxl", "openpyxl"), ("et_xmlfile", "et_xmlfile"), ("python-dateutil", "dateutil"),
+		                  ("pytz", "pytz"), ("six", "six"), ("xlsxwriter", "xlsxwriter"), ("tabulate", "tabulate")]:
+		    d = {"python-dateutil": "python3-dateutil", "pytz": "python3-tz", "et_xmlfile": "python3-et-xmlfile"}.get(name, "python3-" + name)
+		    pkgs.append({"name": name, "import": imp, "version": upstream(deb[d]), "debian": d + " " + deb[d]})
+		with open(out, "w") as f:
+		    json.dump({"packages": pkgs}, f, indent=2)
+		    f.write("\n")
+	PY
+	chmod 0644 "$WORK/stage/packages.json"
+	touch -d "@$SOURCE_DATE_EPOCH" "$WORK/stage/packages.json"
+}
+
 package() {
+	manifest
 	cd "$WORK/stage"
 	# shellcheck disable=SC2094 # SHA256SUMS itself is excluded from the listing
 	find . -type f ! -name SHA256SUMS ! -name BUILDINFO -printf '%P\n' | LC_ALL=C sort |
@@ -364,6 +532,15 @@ package() {
 		echo "python=$("$NATIVE/src/python" -c 'import platform; print(platform.python_version())')"
 		echo "python_source=$PY_TARBALL sha256:$PY_TARBALL_SHA256"
 		echo "zlib_source=$ZLIB_TARBALL sha256:$ZLIB_TARBALL_SHA256"
+		echo "sqlite_source=$SQLITE_TARBALL sha256:$SQLITE_TARBALL_SHA256"
+		echo "sqlite_cflags=$SQLITE_CFLAGS"
+		echo "bzip2_source=$BZIP2_TARBALL sha256:$BZIP2_TARBALL_SHA256"
+		echo "xz_source=$XZ_TARBALL sha256:$XZ_TARBALL_SHA256"
+		local d name version sha
+		for d in "${DEBS[@]}"; do
+			read -r name version sha <<<"$d"
+			echo "deb_$name=$version sha256:$sha"
+		done
 		echo "source_date_epoch=$SOURCE_DATE_EPOCH"
 		echo "cflags=$WASM_CFLAGS"
 		echo "periodic_yield=$PERIODIC_YIELD"
@@ -417,6 +594,14 @@ main() {
 	log "building the CPython $PY_MINOR wasm32-wasi engine $KEY (about 6 min on 2 cores, 3.5 min if the native build Python is cached)"
 	fetch_orig "$PY_SRCPKG" "$PY_TARBALL" "$PY_TARBALL_SHA256"
 	fetch_orig "$ZLIB_SRCPKG" "$ZLIB_TARBALL" "$ZLIB_TARBALL_SHA256"
+	fetch_orig "$SQLITE_SRCPKG" "$SQLITE_TARBALL" "$SQLITE_TARBALL_SHA256"
+	fetch_orig "$BZIP2_SRCPKG" "$BZIP2_TARBALL" "$BZIP2_TARBALL_SHA256"
+	fetch_orig "$XZ_SRCPKG" "$XZ_TARBALL" "$XZ_TARBALL_SHA256"
+	local d name version sha
+	for d in "${DEBS[@]}"; do
+		read -r name version sha <<<"$d"
+		fetch_deb "$name" "$version" "$sha"
+	done
 
 	local native_key
 	native_key=$({
@@ -436,6 +621,9 @@ main() {
 	phase unpack unpack
 	phase patch-yield patch_yield
 	phase zlib zlib
+	phase sqlite build_sqlite
+	phase bzip2 build_bzip2
+	phase xz build_xz
 	phase cross-configure cross_configure
 	phase cross-make cross_make
 	phase optimize optimize

@@ -18,6 +18,13 @@ import (
 type toolRunner struct {
 	run           func(ctx context.Context, req sandbox.Request) (sandbox.Result, error)
 	allowLoopback bool
+	// packages are the engine's own (packages.json), for the model's note.
+	packages []sandbox.Package
+}
+
+// ToolNote is the line the chat adds to a tool that runs on the server: what its Python has.
+func (r toolRunner) ToolNote() string {
+	return "This tool runs on the server, not in the reader's browser. " + sandbox.PackagesNote(r.packages)
 }
 
 func (r toolRunner) RunTool(ctx context.Context, c *config.Community, dep config.Deployment, callID, code string) (toolresults.Result, map[string][]byte, error) {
@@ -63,7 +70,7 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		// concurrent chats would take the server down with them.
 		lim := sandbox.NewLimited(eng, sandbox.LimitedOptions{Queue: s.sandboxQueue})
 		log.Info("python runs in this process", slog.Int("concurrency", lim.Concurrency()))
-		return &toolRunner{run: lim.Run, allowLoopback: s.sandboxLoopback}, func() {}, nil
+		return &toolRunner{run: lim.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages()}, func() {}, nil
 	}
 	bin := s.workerBinary
 	if bin == "" {
@@ -86,5 +93,5 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		return nil, nil, fmt.Errorf("starting the Python workers: %v", err)
 	}
 	log.Info("python workers ready", slog.Int("workers", pool.Stats().Workers))
-	return &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback}, func() { _ = pool.Close() }, nil
+	return &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages()}, func() { _ = pool.Close() }, nil
 }

@@ -203,3 +203,17 @@ func TestServerFallbackArtifactBudget(t *testing.T) {
 		t.Errorf("the refused file is served: %d", r.StatusCode)
 	}
 }
+
+// TestServerFallbackSqlite: the chat fallback answers a reader's sqlite3 program with its
+// output.
+func TestServerFallbackSqlite(t *testing.T) {
+	ts := startServer(t, "--engine-dir", engineDir(t), "--sandbox-workers", "0")
+	code := "import sqlite3\ndb = sqlite3.connect(':memory:')\ndb.execute('CREATE TABLE t (x)')\n" +
+		"db.executemany('INSERT INTO t VALUES (?)', [(i,) for i in range(10)])\n" +
+		"print('total', db.execute('SELECT SUM(x), COUNT(*) FROM t').fetchone())\n"
+	_, evs := ts.chat(t, "nemar", map[string]any{"message": "```python\n" + code + "```"})
+	done := evs[len(evs)-1]
+	if c, _ := done["content"].(string); done["event"] != "done" || !strings.Contains(c, "status ok") || !strings.Contains(c, "total (45, 10)") {
+		t.Errorf("done %v", done)
+	}
+}

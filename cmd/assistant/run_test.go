@@ -93,7 +93,7 @@ osa.save_script("analysis/check.py", "print(1)\n")
 	}
 	r, err := toolresults.Decode([]byte(stdout))
 	if err != nil || r.Status != "error" || !strings.Contains(r.Stderr, "numpy is not available in the server's Python") ||
-		!strings.HasSuffix(r.Stderr, "osa, nemar_tools\n") {
+		!strings.Contains(r.Stderr, "nemar_tools") || !strings.HasSuffix(r.Stderr, "numpy, pandas, scipy and matplotlib need the reader's browser.\n") {
 		t.Errorf("numpy: %v %+v", err, r)
 	}
 
@@ -112,4 +112,26 @@ func runCmdEnvStdin(t *testing.T, environ map[string]string, stdin string, args 
 	var out, errb strings.Builder
 	code = run(t.Context(), append([]string{"assistant"}, args...), func(k string) string { return environ[k] }, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// TestRunDataPackages: assistant run imports the engine's data packages under nemar's policy
+// (prelude, overlay wheel) and uses them.
+func TestRunDataPackages(t *testing.T) {
+	env := map[string]string{"ASSISTANT_ENGINE_DIR": engineDir(t)}
+	src := "import sqlite3, zoneinfo, openpyxl, dateutil.parser, pytz\n" +
+		"from datetime import datetime\n" +
+		"print(sqlite3.connect(':memory:').execute('SELECT sum(value) FROM json_each(\\'[1,2,3]\\')').fetchone()[0])\n" +
+		"print(datetime(2024, 7, 1, 12, tzinfo=zoneinfo.ZoneInfo('Europe/Berlin')).utcoffset())\n" +
+		"print(openpyxl.__version__, pytz.timezone('Asia/Tokyo').zone, dateutil.parser.parse('2024-02-29').date())\n"
+	code, stdout, stderr := runCmdEnvStdin(t, env, src, "run", "--community", "nemar", "--communities", "../../communities", "-")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	r, err := toolresults.Decode([]byte(stdout))
+	if err != nil || r.Status != "ok" || r.Stdout != "6\n2:00:00\n3.0.9 Asia/Tokyo 2024-02-29\n" {
+		t.Errorf("%v %+v", err, r)
+	}
+	if !strings.Contains(r.Summary, "It has sqlite3, zoneinfo") {
+		t.Errorf("summary %q", r.Summary)
+	}
 }

@@ -1,0 +1,82 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkEngineDirs compares engines side by side in one run: the engine directories listed,
+// colon-separated, in ASSISTANT_BENCH_ENGINE_DIRS (e.g. the engine before and after an engine
+// change), or only the test engine. For each it measures loading the engine with a cold
+// compilation cache (compiling python.wasm) and with a warm one, and a worker process's
+// resident memory when idle after its first run (reported as idle-rss-MB). Sizes of python.wasm
+// are reported as wasm-MB. The worker binary is built from this tree, so both engines run under
+// the same host code.
+func BenchmarkEngineDirs(b *testing.B) {
+	dirs := strings.Split(os.Getenv("ASSISTANT_BENCH_ENGINE_DIRS"), ":")
+	if dirs[0] == "" {
+		d, why := engineDir()
+		if why != "" {
+			b.Skip(why)
+		}
+		dirs = []string{d}
+	}
+	ctx := context.Background()
+	for i, dir := range dirs {
+		name := filepath.Base(dir)
+		if i == 0 && len(dirs) > 1 {
+			name = "baseline=" + name
+		}
+		b.Run(name+"/load-cold", func(b *testing.B) {
+			for b.Loop() {
+				cache := b.TempDir()
+				e, err := New(ctx, Options{Dir: dir, CacheDir: cache})
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = e.Close(ctx)
+			}
+			if st, err := os.Stat(filepath.Join(dir, "python.wasm")); err == nil {
+				b.ReportMetric(float64(st.Size())/(1<<20), "wasm-MB")
+			}
+		})
+		b.Run(name+"/load-cached", func(b *testing.B) {
+			cache := b.TempDir()
+			e, err := New(ctx, Options{Dir: dir, CacheDir: cache})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = e.Close(ctx)
+			for b.Loop() {
+				e, err := New(ctx, Options{Dir: dir, CacheDir: cache})
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = e.Close(ctx)
+			}
+		})
+		b.Run(name+"/worker-idle", func(b *testing.B) {
+			bin := workerBinary(b)
+			cache := b.TempDir()
+			var rss int64
+			for b.Loop() {
+				p, err := NewPool(ctx, PoolOptions{Binary: bin, Workers: 1,
+					Args: []string{"sandbox-worker", "--engine-dir", dir, "--mode", "fast", "--engine-cache", cache}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := p.Run(ctx, Request{Source: "print(1)"}); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(200 * time.Millisecond)
+				rss = rssOf(b, p.pids()[0])
+				_ = p.Close()
+			}
+			b.ReportMetric(float64(rss)/(1<<20), "idle-rss-MB")
+		})
+	}
+}
