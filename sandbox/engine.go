@@ -84,6 +84,7 @@ type Engine struct {
 	maxMem   uint64          // bytes
 	base     wazero.ModuleConfig
 	mode     Mode
+	syntax   checker // the long-lived compile-check interpreter (syntax.go)
 }
 
 // New loads the engine in opts.Dir: it checks python.wasm against the build's SHA256SUMS,
@@ -223,6 +224,7 @@ func (e *Engine) Mode() Mode { return e.mode }
 // Close releases the runtime, the compiled module and the compilation cache. Calls in flight
 // fail.
 func (e *Engine) Close(ctx context.Context) error {
+	e.syntax.close()
 	var errs []error
 	if e.rt != nil {
 		errs = append(errs, e.rt.Close(ctx))
@@ -243,11 +245,19 @@ func (e *Engine) Close(ctx context.Context) error {
 type instance struct {
 	args     []string
 	stdin    []byte
+	stdinR   io.Reader // when set, stdin comes from it instead (a long-lived instance's requests)
 	stdout   io.Writer
 	stderr   io.Writer
 	memLimit uint64     // bytes; 0 = the engine's cap
 	scratch  *scratchFS // nil = no /tmp
 	mounts   []mount    // more file systems: the run's policy (osa.go)
+}
+
+func stdinOf(in instance) io.Reader {
+	if in.stdinR != nil {
+		return in.stdinR
+	}
+	return bytes.NewReader(in.stdin)
 }
 
 // outcome is what wazero said about one instance.
@@ -278,7 +288,7 @@ func (e *Engine) run(ctx context.Context, in instance) outcome {
 	}
 	cfg := e.base.
 		WithArgs(in.args...).
-		WithStdin(bytes.NewReader(in.stdin)).
+		WithStdin(stdinOf(in)).
 		WithFSConfig(fsc)
 	cfg = withDeadlineHooks(ctx, e.mode, cfg, in.stdout, in.stderr) // stdout, stderr, sleep, yield
 	mod, err := e.rt.InstantiateModule(ctx, e.compiled, cfg)

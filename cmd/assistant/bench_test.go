@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -112,4 +114,60 @@ func BenchmarkChatNewSessions(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(chats), "ns/chat")
 		})
 	}
+}
+
+// BenchmarkValidate1000 runs assistant validate over 1,000 copies of the shipped NEMAR
+// community (each with its overlay, wheel and two preludes): without the Python engine (the
+// baseline), with it, and with it where every copy's preludes differ (a comment with the copy's
+// number), so that no compile check can be answered from memory.
+func BenchmarkValidate1000(b *testing.B) {
+	engine := engineDir(b)
+	for _, tc := range []struct {
+		name     string
+		engine   bool
+		distinct bool
+	}{{"baseline=no-engine", false, false}, {"engine", true, false}, {"engine-distinct-preludes", true, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			dir := nemarCopies(b, 1000, tc.distinct)
+			env := map[string]string{}
+			if tc.engine {
+				env["ASSISTANT_ENGINE_DIR"] = engine
+			}
+			for b.Loop() {
+				var stderr strings.Builder
+				if code := runValidate(b.Context(), []string{dir}, func(k string) string { return env[k] }, io.Discard, &stderr); code != 0 {
+					b.Fatalf("validate: exit %d\n%s", code, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// nemarCopies writes n copies of communities/nemar, ids nemar0000…, under a temporary
+// directory; with distinct, each copy's preludes start with a comment naming it.
+func nemarCopies(b *testing.B, n int, distinct bool) string {
+	b.Helper()
+	root := b.TempDir()
+	src := "../../communities/nemar"
+	cfg, err := os.ReadFile(filepath.Join(src, "config.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		id := fmt.Sprintf("nemar%04d", i)
+		dst := filepath.Join(root, id)
+		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+			b.Fatal(err)
+		}
+		c := strings.Replace(string(cfg), "\nid: nemar\n", "\nid: "+id+"\n", 1)
+		if distinct {
+			for _, dep := range []string{"production", "develop"} {
+				c = strings.Replace(c, "      "+dep+": |\n        import osa\n", "      "+dep+": |\n        # "+id+"\n        import osa\n", 1)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dst, "config.yaml"), []byte(c), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return root
 }

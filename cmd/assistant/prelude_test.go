@@ -10,7 +10,7 @@ import (
 )
 
 // engineDir finds the Python engine, or skips; under CI a missing engine fails.
-func engineDir(t *testing.T) string {
+func engineDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("ASSISTANT_ENGINE_DIR")
 	if dir == "" {
