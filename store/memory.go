@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"container/list"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -48,9 +51,11 @@ type Memory struct {
 	costs       map[costKey]memCost
 	lockSeq     uint64
 	nextPrune   int64 // unix ms
-	// runs holds every kept run's files, oldest first; runBytes is their total.
-	runs     list.List // of *memRun
-	runBytes int64
+	// runs holds every kept run's files, oldest first; runBytes is their total, and fileBytes
+	// that of the readers' attached files, which share the budget.
+	runs      list.List // of *memRun
+	runBytes  int64
+	fileBytes int64
 }
 
 type sessionKey struct{ community, id string }
@@ -77,6 +82,13 @@ type memSession struct {
 	q               *list.List    // idle or parked of its community
 	elem            *list.Element // in q
 	runs            []*memRun     // oldest first, at most MaxArtifactRuns
+	files           map[string]*memFile
+}
+
+// memFile is one attached reader file.
+type memFile struct {
+	meta SessionFile
+	data []byte
 }
 
 type memPark struct {
@@ -206,6 +218,9 @@ func (m *Memory) remove(community, id string) {
 	s.q.Remove(s.elem)
 	for _, r := range slices.Clone(s.runs) {
 		m.dropRun(r)
+	}
+	for _, f := range s.files {
+		m.fileBytes -= fileSize(f.meta)
 	}
 	delete(com.sessions, id)
 	if len(com.sessions) == 0 {
@@ -435,8 +450,8 @@ func (m *Memory) PutArtifacts(ctx context.Context, community, id, callID string,
 	if s == nil {
 		return ErrNotFound
 	}
-	if size > m.limits.ArtifactBytes {
-		return ErrArtifactBudget
+	if size > m.limits.ArtifactBytes-m.fileBytes {
+		return ErrArtifactBudget // even with every other run's files gone it would not fit
 	}
 	for _, r := range s.runs {
 		if r.callID == callID {
@@ -455,7 +470,7 @@ func (m *Memory) PutArtifacts(ctx context.Context, community, id, callID string,
 		m.dropRun(s.runs[0])
 	}
 	evicted := 0
-	for m.runBytes > m.limits.ArtifactBytes {
+	for m.runBytes+m.fileBytes > m.limits.ArtifactBytes {
 		m.dropRun(m.runs.Front().Value.(*memRun)) // never r: it alone fits
 		evicted++
 	}
@@ -724,3 +739,120 @@ func (m *Memory) Close() error { return nil }
 
 // msTime is the UTC time of a unix millisecond count.
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// fileSize is what an attached file counts against the budgets: its bytes, its name and the
+// per-entry overhead.
+func fileSize(f SessionFile) int64 { return f.Bytes + int64(len(f.Name)) + runOverhead }
+
+// PutFiles attaches files to the session, all or nothing, within its limits and the budget.
+func (m *Memory) PutFiles(ctx context.Context, community, id string, files []NewFile, lim FileLimits) ([]SessionFile, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock()
+	s := m.lookup(community, id, now)
+	if s == nil {
+		return nil, ErrNotFound
+	}
+	next := make(map[string]SessionFile, len(s.files)+len(files))
+	for name, f := range s.files {
+		next[name] = f.meta
+	}
+	metas := make([]SessionFile, len(files))
+	for i, f := range files {
+		metas[i] = newFileMeta(f, now)
+		next[f.Name] = metas[i]
+	}
+	var total, before int64
+	for _, f := range next {
+		total += f.Bytes
+	}
+	for _, f := range s.files {
+		before += fileSize(f.meta)
+	}
+	var after int64
+	for _, f := range next {
+		after += fileSize(f)
+	}
+	switch {
+	case len(next) > lim.MaxFiles:
+		return nil, ErrTooManyFiles
+	case total > lim.MaxSessionBytes:
+		return nil, ErrSessionFilesFull
+	case m.fileBytes-before+after > m.limits.ArtifactBytes:
+		return nil, ErrArtifactBudget // even with every run's files gone it would not fit
+	}
+	if s.files == nil {
+		s.files = make(map[string]*memFile, len(files))
+	}
+	for i, f := range files {
+		s.files[f.Name] = &memFile{meta: metas[i], data: bytes.Clone(f.Data)}
+	}
+	m.fileBytes += after - before
+	for m.runBytes+m.fileBytes > m.limits.ArtifactBytes {
+		m.dropRun(m.runs.Front().Value.(*memRun))
+	}
+	m.touch(m.communities[community], s, now)
+	return sortedFiles(s.files), nil
+}
+
+func newFileMeta(f NewFile, now int64) SessionFile {
+	sum := sha256.Sum256(f.Data)
+	return SessionFile{Name: f.Name, Bytes: int64(len(f.Data)), SHA256: hex.EncodeToString(sum[:]), Type: f.Type, AddedAt: msTime(now)}
+}
+
+func sortedFiles(files map[string]*memFile) []SessionFile {
+	out := make([]SessionFile, 0, len(files))
+	for _, f := range files {
+		out = append(out, f.meta)
+	}
+	slices.SortFunc(out, func(a, b SessionFile) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Files lists the session's attached files by name.
+func (m *Memory) Files(ctx context.Context, community, id string) ([]SessionFile, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.lookup(community, id, m.clock())
+	if s == nil {
+		return nil, ErrNotFound
+	}
+	return sortedFiles(s.files), nil
+}
+
+// File returns one attached file and a copy of its bytes.
+func (m *Memory) File(ctx context.Context, community, id, name string) (SessionFile, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return SessionFile{}, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.lookup(community, id, m.clock())
+	if s == nil || s.files[name] == nil {
+		return SessionFile{}, nil, ErrNotFound
+	}
+	f := s.files[name]
+	return f.meta, bytes.Clone(f.data), nil
+}
+
+// DeleteFile removes one attached file.
+func (m *Memory) DeleteFile(ctx context.Context, community, id, name string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.lookup(community, id, m.clock())
+	if s == nil || s.files[name] == nil {
+		return false, nil
+	}
+	m.fileBytes -= fileSize(s.files[name].meta)
+	delete(s.files, name)
+	return true, nil
+}

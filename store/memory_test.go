@@ -266,3 +266,9 @@ func TestMemoryCapOfOne(t *testing.T) {
 		t.Errorf("the evicted session: %v", err)
 	}
 }
+
+func TestMemoryFilesShareTheBudget(t *testing.T) {
+	l := DefaultLimits()
+	l.ArtifactBytes = 10000
+	testFilesShareTheBudget(t, NewMemory(l, nil, nil))
+}

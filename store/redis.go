@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +65,7 @@ type redisConn interface {
 	MGet(ctx context.Context, keys ...string) *redis.SliceCmd
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
+	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	Time(ctx context.Context) *redis.TimeCmd
 	Close() error
@@ -186,12 +188,18 @@ func (k sessionKeys) op() string { return k.base + "op:" + newOp() }
 
 // artifactKeys are a community's kept-run keys: they share the community's hash tag, because
 // the byte budget spans its sessions.
-type artifactKeys struct{ base, idx, size, owner, total, seq string }
+type artifactKeys struct{ base, idx, size, owner, total, seq, ftotal string }
 
 func (r *Redis) artifactKeys(community string) artifactKeys {
 	base := r.prefix + "a:{" + enc(community) + "}:"
-	return artifactKeys{base: base, idx: base + "idx", size: base + "size", owner: base + "owner", total: base + "total", seq: base + "seq"}
+	return artifactKeys{base: base, idx: base + "idx", size: base + "size", owner: base + "owner", total: base + "total",
+		seq: base + "seq", ftotal: base + "ftotal"}
 }
+
+// files and metas hold a session's attached files (name → bytes, name → SessionFile JSON), in
+// the community's hash tag, since they share its budget.
+func (a artifactKeys) files(id string) string { return a.base + "f:" + enc(id) }
+func (a artifactKeys) metas(id string) string { return a.base + "fm:" + enc(id) }
 
 func (a artifactKeys) run(id, callID string) string {
 	return a.base + "r:" + enc(id) + ":" + enc(callID)
@@ -220,7 +228,7 @@ func (r *Redis) PutArtifacts(ctx context.Context, community, id, callID string, 
 	for p, b := range files {
 		args = append(args, p, b)
 	}
-	n, err := putRunScript.Run(ctx, r.c, []string{a.run(id, callID), a.runs(id), a.idx, a.size, a.owner, a.total, a.seq, a.op()}, args...).Int64()
+	n, err := putRunScript.Run(ctx, r.c, []string{a.run(id, callID), a.runs(id), a.idx, a.size, a.owner, a.total, a.seq, a.ftotal, a.op()}, args...).Int64()
 	if err != nil {
 		return wrap("put artifacts", err)
 	}
@@ -430,7 +438,111 @@ func (r *Redis) DeleteSession(ctx context.Context, community, id string) error {
 	if err := dropRunsScript.Run(ctx, r.c, []string{a.runs(id), a.idx, a.size, a.owner, a.total, a.op()}, r.nowArg()).Err(); err != nil {
 		return wrap("delete session", err)
 	}
+	if err := dropFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.op()}, r.nowArg(), runOverhead).Err(); err != nil {
+		return wrap("delete session", err)
+	}
 	return nil
+}
+
+// sessionTTL is what is left of a live session's TTL (the whole TTL with an injected clock).
+func (r *Redis) sessionTTL(s Session) time.Duration {
+	if rest := time.Until(s.LastActive.Add(r.limits.SessionTTL)); rest > 0 && r.now == nil {
+		return rest
+	}
+	return r.limits.SessionTTL
+}
+
+// PutFiles attaches files in putFilesScript, all or nothing.
+func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewFile, lim FileLimits) ([]SessionFile, error) {
+	s, err := r.Session(ctx, community, id)
+	if err != nil {
+		return nil, err
+	}
+	now, err := r.clock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a := r.artifactKeys(community)
+	args := []any{r.nowArg(), r.sessionTTL(s).Milliseconds(), r.limits.ArtifactBytes, lim.MaxFiles, lim.MaxSessionBytes, runOverhead}
+	for _, f := range files {
+		meta, err := json.Marshal(newFileMeta(f, now.UnixMilli()))
+		if err != nil {
+			return nil, fmt.Errorf("store: encoding a file's metadata: %w", err)
+		}
+		args = append(args, f.Name, meta, f.Data)
+	}
+	n, err := putFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.idx, a.size, a.owner, a.total, a.ftotal, a.op()}, args...).Int64()
+	if err != nil {
+		return nil, wrap("put files", err)
+	}
+	switch n {
+	case -1:
+		return nil, ErrTooManyFiles
+	case -2:
+		return nil, ErrSessionFilesFull
+	case -3:
+		return nil, ErrArtifactBudget
+	}
+	return r.Files(ctx, community, id)
+}
+
+// Files lists the session's attached files by name.
+func (r *Redis) Files(ctx context.Context, community, id string) ([]SessionFile, error) {
+	if _, err := r.Session(ctx, community, id); err != nil {
+		return nil, err
+	}
+	m, err := r.c.HGetAll(ctx, r.artifactKeys(community).metas(id)).Result()
+	if err != nil {
+		return nil, wrap("files", err)
+	}
+	out := make([]SessionFile, 0, len(m))
+	for _, v := range m {
+		var f SessionFile
+		if err := json.Unmarshal([]byte(v), &f); err != nil {
+			return nil, wrap("files", err)
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b SessionFile) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// File returns one attached file and its bytes.
+func (r *Redis) File(ctx context.Context, community, id, name string) (SessionFile, []byte, error) {
+	if _, err := r.Session(ctx, community, id); err != nil {
+		return SessionFile{}, nil, err
+	}
+	a := r.artifactKeys(community)
+	v, err := r.c.HMGet(ctx, a.metas(id), name).Result()
+	if err != nil {
+		return SessionFile{}, nil, wrap("file", err)
+	}
+	meta, ok := v[0].(string)
+	if !ok {
+		return SessionFile{}, nil, ErrNotFound
+	}
+	var f SessionFile
+	if err := json.Unmarshal([]byte(meta), &f); err != nil {
+		return SessionFile{}, nil, wrap("file", err)
+	}
+	b, err := r.c.HGet(ctx, a.files(id), name).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return SessionFile{}, nil, ErrNotFound
+	}
+	if err != nil {
+		return SessionFile{}, nil, wrap("file", err)
+	}
+	return f, b, nil
+}
+
+// DeleteFile removes one attached file (deleteFileScript).
+func (r *Redis) DeleteFile(ctx context.Context, community, id, name string) (bool, error) {
+	a := r.artifactKeys(community)
+	n, err := deleteFileScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.op()}, r.nowArg(), name, runOverhead).Int64()
+	if err != nil {
+		return false, wrap("delete file", err)
+	}
+	return n == 1, nil
 }
 
 // encodeCall is the stored form of a parked call: args compacted, CreatedAt left to the store.

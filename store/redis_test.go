@@ -383,3 +383,10 @@ func TestRedisArtifactBudget(t *testing.T) {
 		t.Errorf("another session's run went with the deleted one: %v", err)
 	}
 }
+
+func TestRedisFilesShareTheBudget(t *testing.T) {
+	l := DefaultLimits()
+	l.ArtifactBytes = 10000
+	s, _ := newTestRedis(t, nil, l)
+	testFilesShareTheBudget(t, s)
+}

@@ -221,13 +221,15 @@ end
 
 // putRunScript keeps one run's files within the session's run count and the community's byte
 // budget: KEYS run (hash path → bytes), runs (the session's list of run keys, newest first),
-// idx, size, owner, total, seq, op; ARGV now, ttl ms, budget bytes, max runs per session, run
+// idx, size, owner, total, seq, ftotal (the attached files' bytes), op; ARGV now, ttl ms, budget bytes, max runs per session, run
 // bytes, path, bytes, path, bytes... Older runs of the session past the count, then the
 // community's oldest runs until the total fits, are dropped. Reply the number of runs dropped
 // for the budget, or -1 when the run alone exceeds it (nothing kept).
 var putRunScript = once(luaDropRun + `
-local run, runs, idx, size, owner, total, seq = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local run, runs, idx, size, owner, total, seq, ftotal = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local ttl, budget, maxRuns, bytes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+-- The readers' attached files share the budget and are never evicted for a run's files.
+budget = budget - tonumber(redis.call('GET', ftotal) or '0')
 if bytes > budget then return -1 end
 drop(idx, size, owner, total, run)
 if #ARGV >= 7 then
@@ -271,4 +273,69 @@ local list = redis.call('LRANGE', KEYS[1], 0, -1)
 for _, run in ipairs(list) do drop(KEYS[2], KEYS[3], KEYS[4], KEYS[5], run) end
 redis.call('DEL', KEYS[1])
 return #list
+`)
+
+// putFilesScript attaches reader files to a session, all or nothing: KEYS files (hash name →
+// bytes), metas (hash name → SessionFile JSON), idx, size, owner, total, ftotal, op; ARGV now,
+// ttl ms, budget bytes, max files, max session bytes, the overhead counted per file, then per
+// file: name, meta JSON, bytes. Room in the community's budget is made by dropping the oldest
+// runs' files. Reply 1, -1 too many files, -2 the session's bytes, -3 the budget (nothing
+// written in any of these cases).
+var putFilesScript = once(luaDropRun + `
+local files, metas, idx, size, owner, total, ftotal = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local ttl, budget, maxFiles, maxSession, over = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local next = {}
+local cur = redis.call('HGETALL', metas)
+for i = 1, #cur, 2 do next[cur[i]] = cjson.decode(cur[i + 1]).bytes end
+local before = 0
+for name, b in pairs(next) do before = before + b + #name + over end
+for i = 7, #ARGV, 3 do next[ARGV[i]] = cjson.decode(ARGV[i + 1]).bytes end
+local count, sum, after = 0, 0, 0
+for name, b in pairs(next) do
+  count = count + 1
+  sum = sum + b
+  after = after + b + #name + over
+end
+if count > maxFiles then return -1 end
+if sum > maxSession then return -2 end
+local fnow = tonumber(redis.call('GET', ftotal) or '0') - before + after
+if fnow > budget then return -3 end
+for i = 7, #ARGV, 3 do
+  redis.call('HSET', metas, ARGV[i], ARGV[i + 1])
+  redis.call('HSET', files, ARGV[i], ARGV[i + 2])
+end
+redis.call('SET', ftotal, string.format('%.0f', fnow))
+for _, k in ipairs({files, metas}) do redis.call('PEXPIRE', k, ttl) end
+if redis.call('PTTL', ftotal) < ttl then redis.call('PEXPIRE', ftotal, ttl) end
+local dropped = 0
+while tonumber(redis.call('GET', total) or '0') + fnow > budget and dropped < 1000 do
+  local oldest = redis.call('ZRANGE', idx, 0, 0)
+  if #oldest == 0 then break end
+  drop(idx, size, owner, total, oldest[1])
+  dropped = dropped + 1
+end
+return 1
+`)
+
+// deleteFileScript removes one attached file: KEYS files, metas, ftotal, op; ARGV now, name,
+// the overhead counted per file. Reply 1 removed, 0 not there.
+var deleteFileScript = once(`
+local meta = redis.call('HGET', KEYS[2], ARGV[2])
+if not meta then return 0 end
+local b = cjson.decode(meta).bytes + #ARGV[2] + tonumber(ARGV[3])
+redis.call('HDEL', KEYS[1], ARGV[2])
+redis.call('HDEL', KEYS[2], ARGV[2])
+redis.call('DECRBY', KEYS[3], b)
+return 1
+`)
+
+// dropFilesScript removes every attached file of a session: KEYS files, metas, ftotal, op; ARGV
+// now, the overhead counted per file. Reply the number removed.
+var dropFilesScript = once(`
+local cur = redis.call('HGETALL', KEYS[2])
+local b = 0
+for i = 1, #cur, 2 do b = b + cjson.decode(cur[i + 1]).bytes + #cur[i] + tonumber(ARGV[2]) end
+if b > 0 then redis.call('DECRBY', KEYS[3], b) end
+redis.call('DEL', KEYS[1], KEYS[2])
+return #cur / 2
 `)

@@ -25,6 +25,10 @@ var (
 	// ErrFull: the in-memory store holds as many sessions of the community as it may and none
 	// of them can be evicted (every one is in the middle of a turn).
 	ErrFull = errors.New("too many sessions are active; try again shortly")
+	// ErrTooManyFiles: attaching the files would take the session past its file count.
+	ErrTooManyFiles = errors.New("the session would hold more files than it may")
+	// ErrSessionFilesFull: attaching the files would take the session past its bytes.
+	ErrSessionFilesFull = errors.New("the session's files would exceed its size limit")
 	// ErrUnavailable: the store could not answer (Redis is down, stalled or refused the
 	// command); errors.Is finds it in every such error, beside its cause. The request fails and
 	// can be tried again shortly.
@@ -154,8 +158,46 @@ type Store interface {
 	// Artifact returns one kept file, or ErrNotFound.
 	Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error)
 
+	// PutFiles attaches reader files to the session, all or nothing: a file with the name of
+	// one already attached replaces it. The session may then hold at most lim.MaxFiles files and
+	// lim.MaxSessionBytes bytes (else ErrTooManyFiles or ErrSessionFilesFull), and the files
+	// count toward the artifact budget with the kept run files: room is made by evicting the
+	// oldest runs' files (never another reader's upload), and an upload that still does not fit
+	// is refused with ErrArtifactBudget. It returns the session's files after the change, by
+	// name. ErrNotFound if the session does not exist. Names and types are the caller's to
+	// check; the store only keeps them.
+	PutFiles(ctx context.Context, community, id string, files []NewFile, lim FileLimits) ([]SessionFile, error)
+	// Files lists the session's attached files by name; ErrNotFound if the session does not
+	// exist.
+	Files(ctx context.Context, community, id string) ([]SessionFile, error)
+	// File returns one attached file and its bytes, or ErrNotFound.
+	File(ctx context.Context, community, id, name string) (SessionFile, []byte, error)
+	// DeleteFile removes one attached file and reports whether it was there.
+	DeleteFile(ctx context.Context, community, id, name string) (bool, error)
+
 	// Close releases connections.
 	Close() error
+}
+
+// NewFile is a reader file to attach: its checked name and type, and its bytes.
+type NewFile struct {
+	Name, Type string
+	Data       []byte
+}
+
+// SessionFile describes one attached file.
+type SessionFile struct {
+	Name    string    `json:"name"`
+	Bytes   int64     `json:"bytes"`
+	SHA256  string    `json:"sha256"`
+	Type    string    `json:"type"`
+	AddedAt time.Time `json:"added_at"`
+}
+
+// FileLimits bound one session's attached files.
+type FileLimits struct {
+	MaxFiles        int
+	MaxSessionBytes int64
 }
 
 // withDefaults returns l with every zero or negative field set to its DefaultLimits value.

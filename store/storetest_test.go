@@ -3,10 +3,13 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -806,6 +809,69 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 		}
 	})
 
+	t.Run("Files", func(t *testing.T) {
+		s, clk := setup(t)
+		lim := FileLimits{MaxFiles: 3, MaxSessionBytes: 100}
+		f := func(name, data string) NewFile { return NewFile{Name: name, Type: "csv", Data: []byte(data)} }
+		if _, err := s.PutFiles(ctx, "c", "none", []NewFile{f("a.csv", "x")}, lim); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("put to a missing session: %v", err)
+		}
+		mustEnsure(t, s, "c", "s1")
+		at := clk.Now()
+		got, err := s.PutFiles(ctx, "c", "s1", []NewFile{f("b.csv", "b,1\n"), f("a.csv", "a\n")}, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []SessionFile{
+			{Name: "a.csv", Bytes: 2, SHA256: "87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7", Type: "csv", AddedAt: at},
+			{Name: "b.csv", Bytes: 4, Type: "csv", AddedAt: at},
+		}
+		sum := sha256.Sum256([]byte("b,1\n"))
+		want[1].SHA256 = hex.EncodeToString(sum[:])
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("PutFiles (-want +got):\n%s", d)
+		}
+		meta, data, err := s.File(ctx, "c", "s1", "b.csv")
+		if err != nil || string(data) != "b,1\n" || meta != got[1] {
+			t.Errorf("File = %+v %q %v", meta, data, err)
+		}
+		// All or nothing: a batch past the count or the bytes keeps nothing of itself.
+		if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{f("c.csv", "c"), f("d.csv", "d")}, lim); !errors.Is(err, ErrTooManyFiles) {
+			t.Errorf("a 4th file: %v, want ErrTooManyFiles", err)
+		}
+		if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{f("c.csv", strings.Repeat("x", 95))}, lim); !errors.Is(err, ErrSessionFilesFull) {
+			t.Errorf("past 100 bytes: %v, want ErrSessionFilesFull", err)
+		}
+		if l, _ := s.Files(ctx, "c", "s1"); len(l) != 2 {
+			t.Errorf("after refusals: %d files, want 2", len(l))
+		}
+		// The same name replaces a file, and counts once.
+		clk.Advance(time.Second)
+		if l, err := s.PutFiles(ctx, "c", "s1", []NewFile{f("a.csv", strings.Repeat("y", 90)), f("c.csv", "c")}, lim); err != nil || len(l) != 3 || l[0].Bytes != 90 || !l[0].AddedAt.Equal(clk.Now()) {
+			t.Errorf("replace: %+v %v", l, err)
+		}
+		if ok, err := s.DeleteFile(ctx, "c", "s1", "c.csv"); !ok || err != nil {
+			t.Errorf("DeleteFile = %v %v", ok, err)
+		}
+		if ok, _ := s.DeleteFile(ctx, "c", "s1", "c.csv"); ok {
+			t.Error("a second DeleteFile found the file")
+		}
+		if _, _, err := s.File(ctx, "c", "s1", "c.csv"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a deleted file: %v", err)
+		}
+		if _, _, err := s.File(ctx, "other", "s1", "a.csv"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("another community's session: %v", err)
+		}
+		// Files go with their session.
+		if err := s.DeleteSession(ctx, "c", "s1"); err != nil {
+			t.Fatal(err)
+		}
+		mustEnsure(t, s, "c", "s1")
+		if l, err := s.Files(ctx, "c", "s1"); err != nil || len(l) != 0 {
+			t.Errorf("a recreated session has files %+v %v", l, err)
+		}
+	})
+
 	t.Run("CancelledContext", func(t *testing.T) {
 		s, _ := setup(t)
 		cctx, cancel := context.WithCancel(ctx)
@@ -823,4 +889,62 @@ func TestMemory(t *testing.T) {
 	testStore(t, func(t *testing.T, now func() time.Time) Store {
 		return NewMemory(testLimits(), now, nil)
 	})
+}
+
+// testFilesShareTheBudget: attached files count toward the artifact budget with the kept run
+// files; room for a file is made by evicting runs' files, never other files, and a run or a
+// file that cannot fit is refused. s's ArtifactBytes is 10,000.
+func testFilesShareTheBudget(t *testing.T, s Store) {
+	ctx := context.Background()
+	lim := FileLimits{MaxFiles: 16, MaxSessionBytes: 1 << 20}
+	file := func(name string, n int) NewFile { // counts n bytes with its name and overhead
+		return NewFile{Name: name, Type: "txt", Data: bytes.Repeat([]byte{'x'}, n-len(name)-runOverhead)}
+	}
+	run := func(n int) map[string][]byte {
+		return map[string][]byte{"f": bytes.Repeat([]byte{'x'}, n-1-runOverhead)}
+	}
+	mustEnsure(t, s, "c", "s1")
+	mustEnsure(t, s, "c", "s2")
+	for i, id := range []string{"r1", "r2", "r3"} {
+		if err := s.PutArtifacts(ctx, "c", []string{"s1", "s2", "s1"}[i], id, run(3000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 9,000 in runs: a 4,001 upload evicts the two oldest runs.
+	if _, err := s.PutFiles(ctx, "c", "s2", []NewFile{file("a.txt", 4001)}, lim); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"r1": false, "r2": false, "r3": true} {
+		sid := map[string]string{"r1": "s1", "r2": "s2", "r3": "s1"}[id]
+		if _, err := s.Artifact(ctx, "c", sid, id, "f"); (err == nil) != want {
+			t.Errorf("run %s kept = %v, want %v", id, err == nil, want)
+		}
+	}
+	// Files are never evicted: a file that does not fit beside the others is refused.
+	if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{file("b.txt", 6000)}, lim); !errors.Is(err, ErrArtifactBudget) {
+		t.Errorf("an upload past the budget: %v, want ErrArtifactBudget", err)
+	}
+	if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{file("b.txt", 5999)}, lim); err != nil {
+		t.Errorf("an upload that fits once the runs are gone: %v", err)
+	}
+	// Now files hold the whole budget: a run's files do not fit.
+	if err := s.PutArtifacts(ctx, "c", "s1", "r4", run(2000)); !errors.Is(err, ErrArtifactBudget) {
+		t.Errorf("a run with the budget full of files: %v, want ErrArtifactBudget", err)
+	}
+	if l, _ := s.Files(ctx, "c", "s2"); len(l) != 1 {
+		t.Errorf("s2's file went: %+v", l)
+	}
+	// Deleting a file or a session gives its bytes back.
+	if ok, err := s.DeleteFile(ctx, "c", "s1", "b.txt"); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := s.PutArtifacts(ctx, "c", "s1", "r5", run(5000)); err != nil {
+		t.Errorf("a run after the file was deleted: %v", err)
+	}
+	if err := s.DeleteSession(ctx, "c", "s2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{file("c.txt", 5000)}, lim); err != nil {
+		t.Errorf("an upload after the session with the other file was deleted: %v", err)
+	}
 }
