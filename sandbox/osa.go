@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ import (
 // Guest paths of the run's policy.
 const (
 	guestDevice = "/dev/osa" // osaDevice: the file "call"
+	guestData   = "/data"    // read-only: the reader's attached files (Request.Data)
 	guestOsa    = "/opt/osa" // read-only: python/osa.py, wheels/*.whl, fetch_allow, available, driver.pyc
 	guestOsaPy  = "/opt/osa/python"
 )
@@ -433,6 +435,9 @@ type runPolicy struct {
 	args   []string // the interpreter's command line: the run driver, from bytecode when it can
 }
 
+// dataNameRE is what an attached file may be called (the upload route's rule).
+var dataNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
 // newRunPolicy prepares req's policy for a run bounded by runCtx; ctx is the caller's.
 func (e *Engine) newRunPolicy(ctx, runCtx context.Context, req Request) (*runPolicy, error) {
 	files, err := e.policyFiles(ctx, req)
@@ -451,6 +456,16 @@ func (e *Engine) newRunPolicy(ctx, runCtx context.Context, req Request) (*runPol
 	ro := &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: files}}
 	p := &runPolicy{host: h, mounts: []mount{{fs: ro, guest: guestOsa}, {fs: &osaDevice{h: h}, guest: guestDevice}},
 		args: []string{"python", "-c", runDriver}}
+	if len(req.Data) > 0 {
+		data := make(memFS, len(req.Data))
+		for name, b := range req.Data {
+			if !dataNameRE.MatchString(name) || name == "." || name == ".." {
+				return nil, fmt.Errorf("sandbox: attached file name %q is not a plain file name", name)
+			}
+			data[name] = b
+		}
+		p.mounts = append(p.mounts, mount{fs: &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: data}}, guest: guestData})
+	}
 	if files["driver.pyc"] != nil {
 		p.args = []string{"python", "-c", driverBootstrap}
 	}

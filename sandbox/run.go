@@ -68,6 +68,10 @@ type Request struct {
 	// of an import that fails.
 	Wheels    []Wheel
 	Available []string
+	// Data are the reader's attached files, by name, read-only at /data/<name> (from these
+	// bytes: no host path is mounted). Names are flat ([A-Za-z0-9._-], not "." or ".."); the
+	// run is refused otherwise.
+	Data map[string][]byte
 	// AllowLoopback lets osa.fetch reach loopback addresses, for tests against a local server.
 	// Private, link-local and reserved addresses are refused regardless.
 	AllowLoopback bool
