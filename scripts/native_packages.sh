@@ -2,11 +2,12 @@
 # Installs, when missing, the Debian packages the tests compare the server's Python against:
 # Debian's own python3 with the same pure-Python packages the engine holds (the engine takes
 # their .deb files, pinned in scripts/build_python_wasi.sh), so a program's output in the engine
-# can be checked byte for byte against the native interpreter. Quiet on success.
+# can be checked byte for byte against the native interpreter; and python3-nbformat, which checks
+# the notebooks the workspace export writes. Quiet on success.
 set -euo pipefail
 
 readonly PKGS=(python3 python3-openpyxl python3-et-xmlfile python3-dateutil python3-tz python3-six
-	python3-xlsxwriter python3-tabulate)
+	python3-xlsxwriter python3-tabulate python3-nbformat)
 
 missing=()
 for p in "${PKGS[@]}"; do
