@@ -80,3 +80,49 @@ func BenchmarkEngineDirs(b *testing.B) {
 		})
 	}
 }
+
+// nemarPolicy is the shipped NEMAR community's production policy: its overlay wheel, its
+// prelude (top-level await) and its fetch_allow.
+func nemarPolicy(b testing.TB) Request {
+	return Request{
+		Wheels:     []Wheel{nemarWheel(b)},
+		FetchAllow: []string{"https://zarr.nemar.org/"},
+		Prelude: "import osa\nimport nemar_tools\n" +
+			"nemar_tools.configure(fetch=osa.fetch_text, zarr_base=\"https://zarr.nemar.org\")\nawait nemar_tools.ready()\n",
+	}
+}
+
+// BenchmarkSessionRun measures `print(1)` under NEMAR's policy: in a fresh instance per run (the
+// baseline: what every server run cost before sessions), as the first run of a new session
+// (start, prelude, run), and as a later run of a live session.
+func BenchmarkSessionRun(b *testing.B) {
+	e := testEngine(b)
+	ctx := context.Background()
+	req := nemarPolicy(b)
+	req.Source = "print(1)"
+	check := func(res Result, err error) {
+		if err != nil || res.Status != StatusOK || res.Stdout != "1\n" {
+			b.Fatalf("%v %s %q %s", err, res.Status, res.Stdout, res.Stderr)
+		}
+	}
+	b.Run("baseline=fresh-instance", func(b *testing.B) {
+		for b.Loop() {
+			check(e.Run(ctx, req))
+		}
+	})
+	b.Run("session-first-run", func(b *testing.B) {
+		for b.Loop() {
+			s := e.NewSession()
+			check(s.Run(ctx, req))
+			s.Close()
+		}
+	})
+	b.Run("session-later-run", func(b *testing.B) {
+		s := e.NewSession()
+		defer s.Close()
+		check(s.Run(ctx, req))
+		for b.Loop() {
+			check(s.Run(ctx, req))
+		}
+	})
+}

@@ -243,9 +243,12 @@ func (e *Engine) Close(ctx context.Context) error {
 
 // instance describes one run of the interpreter.
 type instance struct {
-	args     []string
-	stdin    []byte
-	stdinR   io.Reader // when set, stdin comes from it instead (a long-lived instance's requests)
+	args   []string
+	stdin  []byte
+	stdinR io.Reader // when set, stdin comes from it instead (a long-lived instance's requests)
+	// onAlloc, when set, is given the instance's allocator before it starts, so a long-lived
+	// instance's memory can be read while it lives.
+	onAlloc  func(*allocator)
 	stdout   io.Writer
 	stderr   io.Writer
 	memLimit uint64     // bytes; 0 = the engine's cap
@@ -277,6 +280,9 @@ func (e *Engine) run(ctx context.Context, in instance) outcome {
 		limit = in.memLimit
 	}
 	alloc := newAllocator(limit)
+	if in.onAlloc != nil {
+		in.onAlloc(alloc)
+	}
 	ctx = experimental.WithMemoryAllocator(ctx, alloc)
 
 	fsc := e.fsBase

@@ -151,6 +151,8 @@ func (w *workspace) save(name string, data []byte) *refusal {
 
 // osaHost is the host side of one run's osa module.
 type osaHost struct {
+	// done receives a live session's exit code of the run (nil outside sessions).
+	done      chan int
 	ctx       context.Context
 	mu        sync.Mutex
 	egress    *egress
@@ -210,6 +212,7 @@ func (h *osaHost) call(header, body []byte) []byte {
 		Kind    string      `json:"kind"`
 		Name    string      `json:"name"`
 		Phase   string      `json:"phase"`
+		Code    int         `json:"code"`
 	}
 	if len(header) > 0 && header[0] == '{' {
 		if err := json.Unmarshal(header, &req); err != nil {
@@ -243,6 +246,17 @@ func (h *osaHost) call(header, body []byte) []byte {
 	case "phase":
 		if !h.advance(req.Phase) {
 			return answer(map[string]any{"error": fmt.Sprintf("phase %q does not follow the run's current phase", req.Phase)}, nil)
+		}
+		return answer(map[string]any{"ok": true}, nil)
+	case "done":
+		// A live session's run ended (session.go); only the host of a session listens.
+		if h.done == nil || req.Code < 0 {
+			return answer(map[string]any{"error": "not a session"}, nil)
+		}
+		select {
+		case h.done <- req.Code:
+		default:
+			return answer(map[string]any{"error": "the run already ended"}, nil)
 		}
 		return answer(map[string]any{"ok": true}, nil)
 	case "report":
@@ -279,7 +293,8 @@ func (h *osaHost) files() ([]string, map[string][]byte) {
 // into a fresh request channel.
 type osaDevice struct {
 	expsys.UnimplementedFS
-	h *osaHost
+	// hp is the current run's host: one per run, swapped between the runs of a live session.
+	hp *atomic.Pointer[osaHost]
 }
 
 var deviceRoot = wsys.Stat_t{Ino: 1, Mode: fs.ModeDir | 0o555, Nlink: 2}
@@ -301,13 +316,14 @@ func (d *osaDevice) OpenFile(p string, flag expsys.Oflag, _ fs.FileMode) (expsys
 		if flag&expsys.O_RDWR == 0 {
 			return nil, expsys.EACCES // a call both writes and reads
 		}
-		d.h.mu.Lock()
-		defer d.h.mu.Unlock()
-		if d.h.open >= maxOpenCalls {
+		h := d.hp.Load()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.open >= maxOpenCalls {
 			return nil, expsys.EAGAIN
 		}
-		d.h.open++
-		return &osaCall{h: d.h}, 0
+		h.open++
+		return &osaCall{h: h}, 0
 	}
 	if flag&expsys.O_CREAT != 0 {
 		return nil, expsys.EPERM
@@ -431,6 +447,7 @@ func (c *osaCall) Close() expsys.Errno {
 // /dev/osa device and the host side behind it.
 type runPolicy struct {
 	host   *osaHost
+	hp     *atomic.Pointer[osaHost] // what the device serves: host, or a later run's (sessions)
 	mounts []mount
 	args   []string // the interpreter's command line: the run driver, from bytecode when it can
 }
@@ -454,7 +471,9 @@ func (e *Engine) newRunPolicy(ctx, runCtx context.Context, req Request) (*runPol
 	}
 	h := &osaHost{ctx: runCtx, egress: newEgress(req.FetchAllow, req.AllowLoopback, timeout, maxBytes)}
 	ro := &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: files}}
-	p := &runPolicy{host: h, mounts: []mount{{fs: ro, guest: guestOsa}, {fs: &osaDevice{h: h}, guest: guestDevice}},
+	hp := new(atomic.Pointer[osaHost])
+	hp.Store(h)
+	p := &runPolicy{host: h, hp: hp, mounts: []mount{{fs: ro, guest: guestOsa}, {fs: &osaDevice{hp: hp}, guest: guestDevice}},
 		args: []string{"python", "-c", runDriver}}
 	if len(req.Data) > 0 {
 		data := make(memFS, len(req.Data))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,7 +173,7 @@ func TestRunTopLevelAwait(t *testing.T) {
 	}
 }
 
-func nemarWheel(t *testing.T) Wheel {
+func nemarWheel(t testing.TB) Wheel {
 	t.Helper()
 	data, err := os.ReadFile("../communities/nemar/runtime/wheels/nemar_tools-0.1.0-py3-none-any.whl")
 	if err != nil {
@@ -470,7 +471,9 @@ func TestRunWheelsConcurrent(t *testing.T) {
 // TestOsaDeviceCaps drives the device directly: request size, open calls and the buffer budget.
 func TestOsaDeviceCaps(t *testing.T) {
 	h := &osaHost{ctx: context.Background(), egress: newEgress(nil, false, time.Second, 1000)}
-	d := &osaDevice{h: h}
+	hp := new(atomic.Pointer[osaHost])
+	hp.Store(h)
+	d := &osaDevice{hp: hp}
 	open := func() *osaCall {
 		f, errno := d.OpenFile("call", expsys.O_RDWR, 0)
 		if errno != 0 {

@@ -320,12 +320,7 @@ def _phase(name):
             os.close(fd)
     except Exception:
         return False
-def _run():
-    data = sys.stdin.buffer.read()
-    n, _, data = data.partition(b"\n")
-    n = int(n)
-    prelude = data[:n].decode("utf-8", "surrogateescape")
-    src = data[n:].decode("utf-8", "surrogateescape")
+def _setup():
     import os
     try:
         os.chdir("/tmp")
@@ -342,6 +337,52 @@ def _run():
     main.__builtins__ = __builtins__
     sys.modules["__main__"] = main
     sys.argv[:] = ["<code>"]
+    return main
+def _run():
+    data = sys.stdin.buffer.read()
+    n, _, data = data.partition(b"\n")
+    n = int(n)
+    prelude = data[:n].decode("utf-8", "surrogateescape")
+    src = data[n:].decode("utf-8", "surrogateescape")
+    return _one(_setup(), prelude, src)
+def _serve():
+    # A live session: requests ("<prelude bytes> <code bytes>\n", the prelude, the code) until
+    # stdin ends, all in one __main__, so names, imports and /tmp last from run to run. The
+    # prelude is sent with the first request only. After each run the host is told its exit
+    # code; SystemExit ends the run, not the interpreter.
+    main = _setup()
+    rd = sys.stdin.buffer
+    while True:
+        hdr = rd.readline()
+        if not hdr:
+            return 0
+        np, nc = hdr.split()
+        prelude = rd.read(int(np)).decode("utf-8", "surrogateescape")
+        src = rd.read(int(nc)).decode("utf-8", "surrogateescape")
+        try:
+            code = _one(main, prelude, src)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        if not _done(code):
+            return 1
+def _done(code):
+    # Tells the host that this run of a live session ended with code.
+    try:
+        import os
+        fd = os.open("/dev/osa/call", os.O_RDWR)
+        try:
+            os.write(fd, b'{"op":"done","code":' + str(int(code) & 0xff).encode() + b'}\n')
+            return os.read(fd, 4096).startswith(b'{"ok":true}')
+        finally:
+            os.close(fd)
+    except Exception:
+        return False
+def _one(main, prelude, src):
     sources = {"<prelude>": prelude, "<code>": src}
     if prelude:
         if not _phase(b"prelude"):
@@ -372,6 +413,9 @@ def _run():
     return 0
 sys.exit(_run())
 `
+
+// sessionDriver is runDriver serving a live session's runs (_serve) instead of one.
+var sessionDriver = strings.Replace(runDriver, "\nsys.exit(_run())\n", "\nsys.exit(_serve())\n", 1)
 
 // Run runs req.Source in a fresh instance and reports how it ended. The error is non-nil only
 // when the run could not be judged: ctx ended first (its error is returned), or the engine

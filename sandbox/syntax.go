@@ -6,10 +6,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -80,21 +82,32 @@ type syntaxAnswer struct {
 // preludes, and a reload checks the same ones again.
 const syntaxCacheSize = 4096
 
+// checkerMemoryCap: after a check whose compile left the interpreter's memory above this, the
+// interpreter is replaced, so one large source does not keep its memory until shutdown.
+const checkerMemoryCap = 64 << 20
+
 // checker is the engine's long-lived compile-check interpreter: one instance that answers
-// requests one at a time, started on first use and again after it failed or timed out. Its
-// answers are remembered, since compiling is a pure function of the source.
+// requests one at a time, started on first use and again after it failed, timed out or grew
+// past checkerMemoryCap. Its answers are remembered, since compiling is a pure function of the
+// source.
 type checker struct {
-	mu     sync.Mutex
-	cur    *checkerInstance
+	slot chan struct{} // one token: whoever holds it talks to the interpreter
+	once sync.Once
+	cur  *checkerInstance // guarded by the slot
+	wg   sync.WaitGroup   // every instance's goroutine, for close
+
+	mu     sync.Mutex // guards the cache and the counters
 	cache  map[[32]byte]syntaxAnswer
 	order  [][32]byte // insertion order, for eviction
 	starts int        // instances started (tests count them)
+	closed bool
 }
 
 type checkerInstance struct {
 	in     *io.PipeWriter
 	out    *bufio.Reader
-	stderr *bytes.Buffer
+	stderr *bytes.Buffer // written by the instance: read it only after done
+	alloc  atomic.Pointer[allocator]
 	cancel context.CancelFunc
 	done   chan outcome
 }
@@ -130,10 +143,22 @@ func (e *Engine) CheckSyntax(ctx context.Context, source string) (*SyntaxError, 
 func (c *checker) check(ctx context.Context, e *Engine, source string) (syntaxAnswer, error) {
 	key := sha256.Sum256([]byte(source))
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r, ok := c.cache[key]; ok {
+	r, ok := c.cache[key]
+	closed := c.closed
+	c.mu.Unlock()
+	if ok {
 		return r, nil
 	}
+	if closed {
+		return syntaxAnswer{}, errors.New("sandbox: syntax check: the engine is closed")
+	}
+	c.once.Do(func() { c.slot = make(chan struct{}, 1); c.slot <- struct{}{} })
+	select { // wait for the interpreter, as long as the caller waits
+	case <-c.slot:
+	case <-ctx.Done():
+		return syntaxAnswer{}, fmt.Errorf("sandbox: syntax check: %w", ctx.Err())
+	}
+	defer func() { c.slot <- struct{}{} }()
 	if c.cur == nil {
 		c.cur = c.start(e)
 	}
@@ -142,6 +167,11 @@ func (c *checker) check(ctx context.Context, e *Engine, source string) (syntaxAn
 		c.stop() // a failed or stuck instance is not asked again
 		return syntaxAnswer{}, err
 	}
+	if a := c.cur.alloc.Load(); a != nil && a.peak() > checkerMemoryCap {
+		c.stop()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.cache == nil {
 		c.cache = make(map[[32]byte]syntaxAnswer)
 	}
@@ -155,20 +185,25 @@ func (c *checker) check(ctx context.Context, e *Engine, source string) (syntaxAn
 }
 
 // start runs a checker instance in the background; it ends when its stdin is closed or its
-// context is cancelled. The caller holds c.mu.
+// context is cancelled. The caller holds the slot.
 func (c *checker) start(e *Engine) *checkerInstance {
+	c.mu.Lock()
 	c.starts++
+	c.mu.Unlock()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	ci := &checkerInstance{in: inW, out: bufio.NewReader(outR), stderr: &bytes.Buffer{}, cancel: cancel, done: make(chan outcome, 1)}
+	c.wg.Add(1)
 	go func() {
+		defer c.wg.Done()
 		o := e.run(ctx, instance{
 			args:     []string{"python", "-S", "-c", syntaxDriver},
 			stdinR:   inR,
 			stdout:   outW,
 			stderr:   &limitedBuffer{buf: ci.stderr, max: 64 << 10},
 			memLimit: syntaxMemory,
+			onAlloc:  func(a *allocator) { ci.alloc.Store(a) },
 		})
 		_ = outW.CloseWithError(io.ErrUnexpectedEOF)
 		_ = inR.Close()
@@ -177,7 +212,8 @@ func (c *checker) start(e *Engine) *checkerInstance {
 	return ci
 }
 
-// ask sends one source and waits for its answer, at most syntaxTimeout. The caller holds c.mu.
+// ask sends one source and waits for its answer, at most syntaxTimeout. The caller holds the
+// slot.
 func (c *checker) ask(ctx context.Context, source string) (syntaxAnswer, error) {
 	ci := c.cur
 	type reply struct {
@@ -204,7 +240,9 @@ func (c *checker) ask(ctx context.Context, source string) (syntaxAnswer, error) 
 		}
 		var a syntaxAnswer
 		if err := json.Unmarshal(r.line, &a); err != nil {
-			return syntaxAnswer{}, fmt.Errorf("sandbox: syntax check gave no answer (%v): %s", err, firstLines(ci.stderr.String(), nil))
+			c.stop()
+			o := <-ci.done // stderr is the instance's until it ended
+			return syntaxAnswer{}, fmt.Errorf("sandbox: syntax check gave no answer (%v): %s", err, firstLines(ci.stderr.String(), o.err))
 		}
 		return a, nil
 	case <-timer.C:
@@ -214,7 +252,7 @@ func (c *checker) ask(ctx context.Context, source string) (syntaxAnswer, error) 
 	}
 }
 
-// stop ends the current instance, if any. The caller holds c.mu.
+// stop ends the current instance, if any. The caller holds the slot.
 func (c *checker) stop() {
 	if c.cur == nil {
 		return
@@ -224,16 +262,17 @@ func (c *checker) stop() {
 	c.cur = nil
 }
 
-// close ends the checker's instance and waits for it, so Engine.Close does not pull the
-// runtime from under it.
+// close ends the checker's instances and waits for every one of them, so Engine.Close does not
+// pull the runtime from under one; checks after it fail.
 func (c *checker) close() {
 	c.mu.Lock()
-	ci := c.cur
-	c.stop()
+	c.closed = true
 	c.mu.Unlock()
-	if ci != nil {
-		<-ci.done
-	}
+	c.once.Do(func() { c.slot = make(chan struct{}, 1); c.slot <- struct{}{} })
+	<-c.slot
+	c.stop()
+	c.slot <- struct{}{}
+	c.wg.Wait()
 }
 
 // limitedBuffer keeps the first max bytes written and drops the rest.

@@ -49,20 +49,33 @@ func TestCheckSyntaxOneInterpreter(t *testing.T) {
 		t.Errorf("%d interpreters started for 80 checks, want 1", e.syntax.starts)
 	}
 
-	// A source the compiler cannot take is an answer, not the end of the interpreter.
-	got, err := e.CheckSyntax(ctx, strings.Repeat("(", 100000)+"1"+strings.Repeat(")", 100000))
-	if err != nil || got == nil || got.Line != 0 && !strings.Contains(got.Msg, "nest") {
-		t.Errorf("deep nesting: %+v, %v", got, err)
-	}
-	if got, err := e.CheckSyntax(ctx, "y = 2\n"); err != nil || got != nil || e.syntax.starts != 1 {
-		t.Errorf("after deep nesting: %+v, %v, %d starts", got, err, e.syntax.starts)
+	// An answer from memory does not wait behind a check in progress, nor past its deadline.
+	big := strings.Repeat("x = ["+strings.Repeat("1, ", 2000)+"]\n", 50)
+	started := make(chan struct{})
+	go func() {
+		close(started)
+		_, _ = e.CheckSyntax(ctx, big)
+	}()
+	<-started
+	if got, err := e.CheckSyntax(ctx, "x0 = 0\nawait f()\n"); err != nil || got != nil {
+		t.Errorf("a remembered answer while another check runs: %+v, %v", got, err)
 	}
 
+	// A source the compiler cannot take is an answer, not the end of the interpreter.
+	got, err := e.CheckSyntax(ctx, strings.Repeat("(", 100000)+"1"+strings.Repeat(")", 100000))
+	if err != nil || got == nil || got.Line != 0 || !strings.Contains(got.Msg, "too complex to parse") {
+		t.Errorf("deep nesting: %+v, %v", got, err)
+	}
+	if got, err := e.CheckSyntax(ctx, "y = 2\n"); err != nil || got != nil {
+		t.Errorf("after deep nesting: %+v, %v", got, err)
+	}
+	before := e.syntax.starts
+
 	// An interpreter that ended is replaced at the next check.
-	e.syntax.mu.Lock()
+	<-e.syntax.slot
 	e.syntax.stop()
-	e.syntax.mu.Unlock()
-	if got, err := e.CheckSyntax(ctx, "z = 3\nif z\n"); err != nil || got == nil || got.Line != 2 || e.syntax.starts != 2 {
+	e.syntax.slot <- struct{}{}
+	if got, err := e.CheckSyntax(ctx, "z = 3\nif z\n"); err != nil || got == nil || got.Line != 2 || e.syntax.starts != before+1 {
 		t.Errorf("after a stop: %+v, %v, %d starts", got, err, e.syntax.starts)
 	}
 }

@@ -48,7 +48,9 @@ readonly BZIP2_SRCPKG=bzip2/bookworm
 readonly XZ_TARBALL=xz-utils_5.4.1.orig.tar.xz
 readonly XZ_TARBALL_SHA256=5d9827aa1875b21c288f78864bb26d2650b436ea8d2cad364e4921eb6266a5a5
 readonly XZ_SRCPKG=xz-utils/bookworm
-# Debian binary packages whose files go into the engine as they are: pure-Python libraries
+# Debian binary packages whose files go into the engine as they are (each from bookworm/main,
+# which keeps a version until the next point release; security updates replace theirs at once):
+# pure-Python libraries
 # (into lib/python3.13/site-packages, byte-compiled like the stdlib) and the tz database (into
 # share/zoneinfo, which the sandbox mounts read-only at /usr/share/zoneinfo, where zoneinfo and
 # Debian's pytz both read it). "name version sha256" of each .deb.
@@ -60,7 +62,7 @@ readonly DEBS=(
 	"python3-six 1.16.0-4 fd189e9cecbcf17a1fc20aec30055c8afa9c1eec00cd6e7ab385087a2ab3b0d3"
 	"python3-xlsxwriter 3.0.2-2 08f682b576f661785ee1fb1c551046e55c195c2e45b36548184282885b2f9a3d"
 	"python3-tabulate 0.8.9-1 80715ccbff14c93a11de864a7d6a219492ac3a5fb35d7c165540e22a91774a20"
-	"tzdata 2026f-0+deb12u1 3254eb870c8a949518214805aee5e4276af7699988ea8b9a3a583cd0f1eab31c"
+	"tzdata 2026b-0+deb12u1 0edb49f4dffe0d5608069f7e4ba4d69544d3b9e86fc314dd8b75e9958d8e5e98"
 )
 # SQLite for a single-threaded guest with no shared memory: no locking (one process reads and
 # writes its files), no WAL (it needs mmap'ed shared memory), no extensions, temp tables in
@@ -400,6 +402,8 @@ build_xz() { # static liblzma for wasm32, without threads or the command-line to
 		p = pathlib.Path(sys.argv[1])
 		s = p.read_text()
 		anchor = "#if !(defined(_WIN32) && !defined(__CYGWIN__))\n// Use sigprocmask()"
+		if "!defined(__wasi__)\n// Use sigprocmask()" in s:
+		    sys.exit(0)  # patched by an earlier try of this phase
 		if s.count(anchor) != 1:
 		    sys.exit(f"build_xz: anchor found {s.count(anchor)} times in {p}")
 		p.write_text(s.replace(anchor, anchor.replace("))\n", ")) && !defined(__wasi__)\n")))
@@ -476,12 +480,13 @@ stdlib() { # spec recipe step 9: trimmed stdlib, unchecked-hash .pyc, fixed time
 	cp "$WORK/cross/$pybuilddir"/_sysconfigdata_*_wasi_*.py "$lib/"
 	cp "$WORK/src/python/LICENSE" "$lib/LICENSE.txt"
 	# The Debian packages' files as they are: Python packages into site-packages (which site
-	# puts on sys.path), the tz database (without the leap-second "right/" variants and the
-	# "posix/" link to itself, links resolved) into share/zoneinfo.
+	# puts on sys.path), the tz database (without the leap-second "right/" variants, the
+	# "posix/" link to itself and "localtime", a link to the build host's /etc/localtime; links
+	# resolved) into share/zoneinfo.
 	mkdir -p "$lib/site-packages" "$WORK/stage/share/zoneinfo"
 	cp -a "$WORK/src/debs/usr/lib/python3/dist-packages/." "$lib/site-packages/"
 	find "$lib/site-packages" -name '__pycache__' -prune -exec rm -rf {} +
-	(cd "$WORK/src/debs/usr/share/zoneinfo" && find -L . \( -path ./right -o -path ./posix \) -prune -o -type f -print0 |
+	(cd "$WORK/src/debs/usr/share/zoneinfo" && find -L . \( -path ./right -o -path ./posix -o -path ./localtime \) -prune -o -type f -print0 |
 		xargs -0 cp -L --parents -t "$WORK/stage/share/zoneinfo")
 	test -f "$WORK/stage/share/zoneinfo/Europe/Berlin" && test -f "$WORK/stage/share/zoneinfo/tzdata.zi"
 	# workers=1: 3.13's compileall pool re-imports __main__ through a forkserver (spec).

@@ -1,0 +1,152 @@
+package sandbox
+
+import (
+	"container/list"
+	"context"
+	"sync"
+	"time"
+)
+
+// SessionsOptions bound a Sessions.
+type SessionsOptions struct {
+	// Idle ends an interpreter no run used for this long (10 min when zero).
+	Idle time.Duration
+	// MaxLive bounds the interpreters alive at once (16 when zero); MaxMemory their linear
+	// memory in all (2 GiB when zero). Past either, the least recently used go first.
+	MaxLive   int
+	MaxMemory int64
+}
+
+// Sessions keeps one live interpreter per session key: each key's runs go to its own Session,
+// runs of different keys never share one, and the interpreters are bounded in number, memory
+// and idle time, least recently used first. It is safe for concurrent use.
+type Sessions struct {
+	e    *Engine
+	opts SessionsOptions
+
+	mu  sync.Mutex
+	m   map[string]*list.Element // of *sessionEntry
+	lru list.List                // least recently used at the front
+}
+
+type sessionEntry struct {
+	key string
+	s   *Session
+}
+
+// NewSessions returns an empty set of sessions on e.
+func (e *Engine) NewSessions(opts SessionsOptions) *Sessions {
+	if opts.Idle <= 0 {
+		opts.Idle = 10 * time.Minute
+	}
+	if opts.MaxLive <= 0 {
+		opts.MaxLive = 16
+	}
+	if opts.MaxMemory <= 0 {
+		opts.MaxMemory = 2 << 30
+	}
+	return &Sessions{e: e, opts: opts, m: map[string]*list.Element{}}
+}
+
+// Run runs req in key's session, starting it when needed, then makes room: other sessions'
+// interpreters past the bounds are ended, least recently used first.
+func (ss *Sessions) Run(ctx context.Context, key string, req Request) (Result, error) {
+	ss.mu.Lock()
+	el, ok := ss.m[key]
+	if !ok {
+		el = ss.lru.PushBack(&sessionEntry{key: key, s: ss.e.NewSession()})
+		ss.m[key] = el
+	} else {
+		ss.lru.MoveToBack(el)
+	}
+	s := el.Value.(*sessionEntry).s
+	ss.mu.Unlock()
+	res, err := s.Run(ctx, req)
+	ss.makeRoom(s)
+	return res, err
+}
+
+// makeRoom ends the least recently used interpreters other than keep while there are too many
+// or they hold too much memory.
+func (ss *Sessions) makeRoom(keep *Session) {
+	ss.mu.Lock()
+	var live []*Session
+	var mem int64
+	for el := ss.lru.Front(); el != nil; el = el.Next() {
+		s := el.Value.(*sessionEntry).s
+		if s.Live() {
+			live = append(live, s)
+			mem += s.Memory()
+		}
+	}
+	ss.mu.Unlock()
+	n := len(live)
+	for _, s := range live {
+		if n <= ss.opts.MaxLive && mem <= ss.opts.MaxMemory {
+			return
+		}
+		if s == keep {
+			continue
+		}
+		m := s.Memory()
+		s.Evict()
+		n--
+		mem -= m
+	}
+}
+
+// Sweep ends interpreters idle past opts.Idle and forgets sessions that have none; call it from
+// time to time. It reports how many interpreters it ended.
+func (ss *Sessions) Sweep() int {
+	ss.mu.Lock()
+	entries := make([]*list.Element, 0, ss.lru.Len())
+	for el := ss.lru.Front(); el != nil; el = el.Next() {
+		entries = append(entries, el)
+	}
+	ss.mu.Unlock()
+	ended := 0
+	for _, el := range entries {
+		e := el.Value.(*sessionEntry)
+		if e.s.ExpireIdle(ss.opts.Idle) {
+			ended++
+		}
+		if !e.s.Live() && e.s.idleFor() > ss.opts.Idle {
+			ss.mu.Lock()
+			if ss.m[e.key] == el {
+				delete(ss.m, e.key)
+				ss.lru.Remove(el)
+			}
+			ss.mu.Unlock()
+		}
+	}
+	return ended
+}
+
+// Stats reports the live interpreters and their memory.
+func (ss *Sessions) Stats() (live int, memory int64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for el := ss.lru.Front(); el != nil; el = el.Next() {
+		s := el.Value.(*sessionEntry).s
+		if s.Live() {
+			live++
+			memory += s.Memory()
+		}
+	}
+	return live, memory
+}
+
+// Close ends every interpreter.
+func (ss *Sessions) Close() {
+	ss.mu.Lock()
+	entries := make([]*Session, 0, ss.lru.Len())
+	for el := ss.lru.Front(); el != nil; el = el.Next() {
+		entries = append(entries, el.Value.(*sessionEntry).s)
+	}
+	ss.m = map[string]*list.Element{}
+	ss.lru.Init()
+	ss.mu.Unlock()
+	for _, s := range entries {
+		s.Close()
+	}
+}
