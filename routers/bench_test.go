@@ -2,8 +2,13 @@ package routers
 
 import (
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,6 +89,95 @@ func BenchmarkCORSCommunities(b *testing.B) {
 					b.Fatal("the crafted origin is allowed")
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkObserve is GET /nemar (gzip) with the request log off, writing to a ResponseWriter
+// that keeps nothing: what the server itself allocates per request.
+func BenchmarkObserve(b *testing.B) {
+	al, _ := ParseAccessLog("off")
+	s, err := New(Deps{Settings: Settings{DefaultModel: "scripted/demo", AccessLog: al}, Getenv: func(string) string { return "" }, Communities: newTestServer(b).deps.Communities})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/nemar", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		s.ServeHTTP(w, req)
+	}
+}
+
+// BenchmarkWrk serves the shipped communities over loopback with net/http, the request log
+// off, and drives each path with wrk (one op is one wrk run), so that
+// `go test -cpuprofile` profiles the server under the load scripts/bench_http.sh puts on it.
+// It runs only with ASSISTANT_BENCH_WRK=1 and wrk on PATH:
+//
+//	ASSISTANT_BENCH_WRK=1 go test ./routers -run '^$' -bench BenchmarkWrk -benchtime 1x -cpuprofile /tmp/cpu.out
+func BenchmarkWrk(b *testing.B) {
+	if os.Getenv("ASSISTANT_BENCH_WRK") != "1" {
+		b.Skip("set ASSISTANT_BENCH_WRK=1")
+	}
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		b.Skip("no wrk")
+	}
+	al, _ := ParseAccessLog("off")
+	s, err := New(Deps{Settings: Settings{DefaultModel: "scripted/demo", AccessLog: al}, Logger: slog.New(slog.DiscardHandler),
+		Getenv: func(string) string { return "" }, Communities: newTestServer(b).deps.Communities})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: s}
+	go func() { _ = hs.Serve(ln) }()
+	b.Cleanup(func() { _ = hs.Close() })
+	// The floor: a bare net/http handler writing GET /nemar's gzip bytes with the same headers,
+	// no router, no middleware, no metrics.
+	nb := s.cat.Load().byID["nemar"].public
+	floorLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	floor := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Content-Type"], h["Content-Length"], h["Content-Encoding"] = nb.contentType, nb.gzip.length, nb.gzip.encoding
+		h["Etag"], h["Vary"], h["Cache-Control"], h["X-Request-Id"] = nb.gzip.etag, varyOriginAE, noCache, newRequestID()
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(nb.gzip.data)
+	})}
+	go func() { _ = floor.Serve(floorLn) }()
+	b.Cleanup(func() { _ = floor.Close() })
+	for _, tc := range []struct{ name, addr, path, accept string }{
+		{"nemar-gzip", ln.Addr().String(), "/nemar", "gzip"},
+		{"bare-net-http-nemar-gzip", floorLn.Addr().String(), "/nemar", "gzip"},
+		{"wheel", ln.Addr().String(), "/nemar/runtime/nemar_tools-0.1.0-py3-none-any.whl", ""},
+		{"communities-gzip", ln.Addr().String(), "/communities", "gzip"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var rps float64
+			for b.Loop() {
+				args := []string{"-t1", "-c16", "-d5s"}
+				if tc.accept != "" {
+					args = append(args, "-H", "Accept-Encoding: "+tc.accept)
+				}
+				out, err := exec.Command(wrk, append(args, "http://"+tc.addr+tc.path)...).CombinedOutput()
+				if err != nil {
+					b.Fatalf("wrk: %v\n%s", err, out)
+				}
+				for line := range strings.Lines(string(out)) {
+					if v, ok := strings.CutPrefix(line, "Requests/sec:"); ok {
+						rps, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+					}
+				}
+			}
+			b.ReportMetric(rps, "req/s")
 		})
 	}
 }

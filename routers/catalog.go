@@ -1,8 +1,6 @@
 package routers
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"os"
 	"path"
 	"sort"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/runtimelock"
@@ -29,7 +29,7 @@ var logoNames = []string{"logo.svg", "logo.png", "logo.jpg", "logo.jpeg", "logo.
 type catalog struct {
 	byID        map[string]*community
 	ids         []string
-	communities []byte // GET /communities
+	communities body // GET /communities
 	origins     *originSet
 }
 
@@ -39,30 +39,21 @@ type community struct {
 	status  string
 	origins *originSet
 	// public is GET /{c} with client tools offered; plain is the same without them (the kill
-	// switch, or nothing to offer). Both are fixed bytes with a strong ETag.
+	// switch, or nothing to offer). Both are fixed bytes with a strong ETag per encoding.
 	public, plain body
 	// offersTools is false when no client tool is configured or the overlay failed.
 	offersTools bool
 	// overlay serves the wheels; nil when the community names no lockfile.
 	overlay       *runtimelock.Verified
 	overlayFailed bool
-	logo          *logo
-}
-
-type body struct {
-	data []byte
-	etag string
-}
-
-func newBody(data []byte) body {
-	sum := sha256.Sum256(data)
-	return body{data: data, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	// wheels are the overlay's verified wheels by exact file name, with their headers.
+	wheels map[string]*wheelFile
+	logo   *logo
 }
 
 type logo struct {
-	data        []byte
-	contentType string
-	svg         bool
+	body body
+	svg  bool
 }
 
 func newCatalog(set *config.Set, s Settings, log *slog.Logger) (*catalog, error) {
@@ -78,7 +69,7 @@ func newCatalog(set *config.Set, s Settings, log *slog.Logger) (*catalog, error)
 		cat.origins.add(c.CORSOrigins)
 		if c.Status == "available" {
 			var pc publicConfig
-			if err := json.Unmarshal(cc.plain.data, &pc); err != nil {
+			if err := json.Unmarshal(cc.plain.identity.data, &pc); err != nil {
 				return nil, err
 			}
 			var links *listedLinks
@@ -96,7 +87,7 @@ func newCatalog(set *config.Set, s Settings, log *slog.Logger) (*catalog, error)
 	if err != nil {
 		return nil, err
 	}
-	cat.communities = data
+	cat.communities = newBody(echo.MIMEApplicationJSON, data, true)
 	return cat, nil
 }
 
@@ -121,6 +112,14 @@ func newCommunity(c *config.Community, s Settings, log *slog.Logger) (*community
 		}
 	}
 	cc.offersTools = configured && !cc.overlayFailed
+	if ov := cc.overlay.Overlay(); ov != nil && !cc.overlayFailed {
+		cc.wheels = map[string]*wheelFile{}
+		for _, p := range ov.Packages {
+			if data, sum, ok := cc.overlay.Wheel(p.FileName); ok {
+				cc.wheels[p.FileName] = newWheelFile(data, sum)
+			}
+		}
+	}
 
 	var logoPath *string
 	if lg != nil {
@@ -149,7 +148,7 @@ func newCommunity(c *config.Community, s Settings, log *slog.Logger) (*community
 	if err != nil {
 		return nil, err
 	}
-	cc.plain = newBody(plain)
+	cc.plain = newBody(echo.MIMEApplicationJSON, plain, true)
 	cc.public = cc.plain
 	if cc.offersTools {
 		for _, t := range c.Extensions.ClientTools {
@@ -163,7 +162,7 @@ func newCommunity(c *config.Community, s Settings, log *slog.Logger) (*community
 		if err != nil {
 			return nil, err
 		}
-		cc.public = newBody(full)
+		cc.public = newBody(echo.MIMEApplicationJSON, full, true)
 	}
 	return cc, nil
 }
@@ -207,7 +206,8 @@ func readLogo(dir string) (*logo, error) {
 		if ext == ".webp" {
 			ct = "image/webp"
 		}
-		return &logo{data: data, contentType: ct, svg: ext == ".svg"}, nil
+		// An SVG is text and compresses well; the raster formats are compressed already.
+		return &logo{body: newBody(ct, data, ext == ".svg"), svg: ext == ".svg"}, nil
 	}
 	return nil, nil
 }

@@ -1,43 +1,26 @@
 package routers
 
 import (
-	"bytes"
-	"net/http"
-	"strings"
-	"time"
-
 	"github.com/labstack/echo/v4"
 )
 
+var (
+	logoCacheControl = []string{"public, max-age=86400"}
+	svgCSP           = []string{"default-src 'none'; style-src 'unsafe-inline'"}
+)
+
 // communityConfig is GET /{c}: precomputed bytes, with or without client tools depending on
-// the live kill switch.
+// the live kill switch, in the encoding Accept-Encoding asks for.
 func (s *Server) communityConfig(c echo.Context) error {
 	cc, ok := s.community(c)
 	if !ok {
 		return errNotFound
 	}
-	b := cc.public
+	b := &cc.public
 	if s.toolsOff(cc.cfg.ID) {
-		b = cc.plain
+		b = &cc.plain
 	}
-	h := c.Response().Header()
-	h.Set("ETag", b.etag)
-	h.Set("Cache-Control", "no-cache")
-	if etagMatches(c.Request().Header.Get("If-None-Match"), b.etag) {
-		return c.NoContent(http.StatusNotModified)
-	}
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b.data)
-}
-
-// etagMatches implements If-None-Match for a strong ETag: a list of tags, or *.
-func etagMatches(header, etag string) bool {
-	for tag := range strings.SplitSeq(header, ",") {
-		tag = strings.TrimSpace(tag)
-		if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
-			return true
-		}
-	}
-	return false
+	return serveBody(c, b, noCache)
 }
 
 // runtimeCacheControl is the reference's exact header for wheels: a file name never changes
@@ -54,18 +37,11 @@ func (s *Server) runtimeWheel(c echo.Context) error {
 	if cc.overlayFailed {
 		return errRuntimeUnavailable
 	}
-	data, sum, ok := cc.overlay.Wheel(c.Param("file"))
+	f, ok := cc.wheels[c.Param("file")]
 	if !ok {
 		return errNoRuntimeFile
 	}
-	extendWrite(c)
-	h := c.Response().Header()
-	h.Set("Content-Type", "application/octet-stream")
-	h.Set("Cache-Control", runtimeCacheControl)
-	h.Set("ETag", `"`+sum+`"`)
-	// ServeContent answers If-None-Match and Range from the ETag; no Last-Modified is sent.
-	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(data))
-	return nil
+	return serveWheel(c, f)
 }
 
 // offersToolsConfigured reports whether the community configures client tools and a lockfile,
@@ -85,11 +61,9 @@ func (s *Server) logo(c echo.Context) error {
 	if cc.logo == nil {
 		return errNoLogo
 	}
-	h := c.Response().Header()
-	h.Set("Cache-Control", "public, max-age=86400")
 	if cc.logo.svg {
 		// An SVG can carry script; this keeps it inert when opened directly.
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		c.Response().Header()["Content-Security-Policy"] = svgCSP
 	}
-	return c.Blob(http.StatusOK, cc.logo.contentType, cc.logo.data)
+	return serveBody(c, &cc.logo.body, logoCacheControl)
 }

@@ -2,6 +2,8 @@ package routers
 
 import (
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +20,8 @@ type metrics struct {
 	reloadSuccess prometheus.Gauge
 	reloadTime    prometheus.Gauge
 	reloads       *prometheus.CounterVec
+	series        atomic.Pointer[map[seriesKey]series]
+	seriesMu      sync.Mutex
 }
 
 func newMetrics() *metrics {
@@ -43,15 +47,59 @@ func newMetrics() *metrics {
 			Name: "assistant_config_reloads_total", Help: "Loads of the communities by result.",
 		}, []string{"result"}),
 	}
+	m.series.Store(&map[seriesKey]series{})
 	m.reg.MustRegister(m.requests, m.duration, m.configStatus, m.reloadSuccess, m.reloadTime, m.reloads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-func (m *metrics) observe(route, method string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+// seriesKey names the series one request counts in.
+type seriesKey struct {
+	route, method string
+	status        int
 }
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// observe counts a request. The series are looked up in a map that is replaced, never
+// modified, when a new one appears, so the usual request takes no lock and allocates nothing
+// (WithLabelValues hashes its labels and formats the status on every call).
+func (m *metrics) observe(route, method string, status int, d time.Duration) {
+	k := seriesKey{route, method, status}
+	sr, ok := (*m.series.Load())[k]
+	if !ok {
+		sr = m.addSeries(k)
+	}
+	sr.requests.Inc()
+	sr.duration.Observe(d.Seconds())
+}
+
+func (m *metrics) addSeries(k seriesKey) series {
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	old := *m.series.Load()
+	if sr, ok := old[k]; ok {
+		return sr
+	}
+	sr := series{m.requests.WithLabelValues(k.route, k.method, strconv.Itoa(k.status)), m.duration.WithLabelValues(k.route)}
+	// The labels come from route templates, methods and status codes, so the map stays small;
+	// past a bound (a flood of odd methods) new series are counted without caching.
+	if len(old) >= maxCachedSeries {
+		return sr
+	}
+	next := make(map[seriesKey]series, len(old)+1)
+	for kk, v := range old {
+		next[kk] = v
+	}
+	next[k] = sr
+	m.series.Store(&next)
+	return sr
+}
+
+const maxCachedSeries = 1024
 
 func (m *metrics) communities(cat *catalog) {
 	m.configStatus.Reset()

@@ -1,73 +1,195 @@
 package routers
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
-	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/labstack/echo/v4"
 )
 
 const requestIDKey = "request_id"
 
-// A client may send its own X-Request-ID to correlate logs; it is kept only when short and
-// plain, so a header cannot inject text into logs.
-var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._-]{8,64}$`)
-
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func requestID(c echo.Context) string {
-	id, _ := c.Get(requestIDKey).(string)
-	return id
-}
-
-// observe assigns the request id, bounds how long a response may take to write, and records
-// the request in the log and the metrics after the error handler has chosen its status.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		id := c.Request().Header.Get(echo.HeaderXRequestID)
-		if !requestIDRE.MatchString(id) {
-			id = newRequestID()
-		}
-		c.Set(requestIDKey, id)
-		c.Response().Header().Set(echo.HeaderXRequestID, id)
-		// Ordinary answers are small; a slow reader must not hold a connection for long.
-		// Streaming handlers extend their own deadline.
-		_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(start.Add(writeTimeout))
-		err := next(c)
-		if err != nil {
-			c.Error(err)
-		}
-		status := c.Response().Status
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
-		s.metrics.observe(route, c.Request().Method, status, time.Since(start))
-		level := slog.LevelInfo
-		if status >= 500 {
-			level = slog.LevelError
-		}
-		s.log.LogAttrs(c.Request().Context(), level, "request",
-			slog.String("request_id", id),
-			slog.String("method", c.Request().Method),
-			slog.String("route", route),
-			slog.String("path", c.Request().URL.EscapedPath()),
-			slog.Int("status", status),
-			slog.Duration("duration", time.Since(start)),
-			slog.Int64("bytes", c.Response().Size),
-		)
-		return nil
+// validRequestID reports whether a client's own X-Request-ID may be kept: short and plain
+// ([A-Za-z0-9._-]{8,64}), so a header cannot inject text into logs.
+func validRequestID(id string) bool {
+	if len(id) < 8 || len(id) > 64 {
+		return false
 	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// requestIDHeader is a request id and the header value holding it, in one allocation.
+type requestIDHeader struct {
+	value [1]string
+	hex   [32]byte
+}
+
+// newRequestID is 128 random bits in hex, as a header value. The ids must be unique, not
+// secret: math/rand/v2's generator (ChaCha8, seeded by the system) needs no system call.
+func newRequestID() []string {
+	r := new(requestIDHeader)
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	hex.Encode(r.hex[:], b[:])
+	r.value[0] = unsafe.String(&r.hex[0], len(r.hex)) // r.hex is never written again
+	return r.value[:]
+}
+
+// requestID is the id observe gave the request (the X-Request-ID it answers with).
+func requestID(c echo.Context) string {
+	if id, ok := c.Get(requestIDKey).(string); ok {
+		return id
+	}
+	return headerValue(c.Response().Header(), "X-Request-Id")
+}
+
+// AccessLog says which requests the request log records. The zero value records every one;
+// errors (status 500 and above) are recorded whatever it says.
+type AccessLog struct {
+	skip float64 // the share of requests not recorded, 0 to 1
+}
+
+// ParseAccessLog reads --access-log: on (or empty), off, or the share of requests to record,
+// a number from 0 to 1 such as 0.1.
+func ParseAccessLog(v string) (AccessLog, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "on":
+		return AccessLog{}, nil
+	case "off":
+		return AccessLog{skip: 1}, nil
+	}
+	rate, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(rate >= 0 && rate <= 1) {
+		return AccessLog{}, fmt.Errorf("access log %q: want on, off, or a share of requests from 0 to 1 such as 0.1", v)
+	}
+	return AccessLog{skip: 1 - rate}, nil
+}
+
+// records reports whether a request answered with status is recorded.
+func (a AccessLog) records(status int) bool {
+	switch {
+	case status >= 500 || a.skip == 0:
+		return true
+	case a.skip >= 1:
+		return false
+	}
+	return rand.Float64() >= a.skip
+}
+
+// writeDeadliner is net/http's response writer; asserting it directly avoids building a
+// ResponseController for every request.
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+
+// setWriteDeadline sets the deadline for writing the response.
+func setWriteDeadline(w http.ResponseWriter, t time.Time) {
+	if d, ok := w.(writeDeadliner); ok {
+		_ = d.SetWriteDeadline(t)
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(t)
+}
+
+// ServeHTTP routes the request and runs its handler inside observe. It does what
+// echo.ServeHTTP does, except that the middleware every request goes through (observe, recover,
+// cors) are plain calls rather than echo middleware: echo wraps its middleware around the
+// handler anew for every request, one allocation each.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := s.e.AcquireContext()
+	c.Reset(r, w)
+	s.e.Router().Find(r.Method, echo.GetPath(r), c)
+	s.observe(c, c.Handler())
+	s.e.ReleaseContext(c)
+}
+
+// observe assigns the request id, bounds how long a response may take to write, runs the
+// handler (run) and records the request in the log and the metrics after the error handler has
+// chosen its status. Past the request id (one allocation) it allocates nothing unless the
+// request is logged.
+func (s *Server) observe(c echo.Context, h echo.HandlerFunc) {
+	start := time.Now()
+	req := c.Request()
+	idv := req.Header["X-Request-Id"] // a client's own id, kept when plain
+	switch {
+	case len(idv) == 0 || !validRequestID(idv[0]):
+		idv = newRequestID()
+	case len(idv) > 1:
+		idv = idv[:1:1]
+	}
+	c.Response().Header()["X-Request-Id"] = idv
+	// Ordinary answers are small; a slow reader must not hold a connection for long.
+	// Streaming handlers extend their own deadline.
+	setWriteDeadline(c.Response().Writer, start.Add(writeTimeout))
+	if err := s.run(c, h); err != nil {
+		c.Error(err)
+	}
+	status := c.Response().Status
+	route := c.Path()
+	if route == "" {
+		route = "unmatched"
+	}
+	d := time.Since(start)
+	s.metrics.observe(route, req.Method, status, d)
+	if !s.deps.Settings.AccessLog.records(status) {
+		return
+	}
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(req.Context(), level, "request",
+		slog.String("request_id", idv[0]),
+		slog.String("method", req.Method),
+		slog.String("route", route),
+		slog.String("path", req.URL.EscapedPath()),
+		slog.Int("status", status),
+		slog.Duration("duration", d),
+		slog.Int64("bytes", c.Response().Size),
+	)
+}
+
+// maxBodyBytes bounds a request body (echo's BodyLimit, applied only to requests that have one).
+const maxBodyBytes = "10M"
+
+// run runs h after the CORS headers, turning a panic into a 500 as echo's Recover did, and
+// limiting the body of a request that has one.
+func (s *Server) run(c echo.Context, h echo.HandlerFunc) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			perr, ok := r.(error)
+			if !ok {
+				perr = fmt.Errorf("%v", r)
+			}
+			stack := make([]byte, 4<<10)
+			stack = stack[:runtime.Stack(stack, false)]
+			s.log.Error("panic in a handler", slog.String("request_id", requestID(c)), slog.Any("error", perr), slog.String("stack", string(stack)))
+			c.Error(perr)
+			err = nil
+		}
+	}()
+	s.cors(c)
+	if body := c.Request().Body; body != nil && body != http.NoBody {
+		return s.bodyLimit(h)(c)
+	}
+	return h(c)
 }
 
 // writeTimeout bounds writing one ordinary response; a non-streamed chat may take two minutes
@@ -80,7 +202,7 @@ const bulkWriteTimeout = 10 * time.Minute
 
 // extendWrite gives a large response more time to be written.
 func extendWrite(c echo.Context) {
-	_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(bulkWriteTimeout))
+	setWriteDeadline(c.Response().Writer, time.Now().Add(bulkWriteTimeout))
 }
 
 // corsHeaders are the request headers a widget may send (api.md §7.4).
@@ -95,27 +217,28 @@ const corsAllowHeaders = "Content-Type, X-API-Key, X-Anthropic-API-Key, X-OpenRo
 // credentials, since a wheel is fetched from a blob: worker of the embedding page; their
 // preflights are judged like any other path's, as they were when a catch-all route answered
 // every preflight.
-func (s *Server) cors(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Add("Vary", "Origin")
-		origin := c.Request().Header.Get("Origin")
-		preflight := c.Request().Method == http.MethodOptions
-		if origin != "" {
-			if !preflight && isPublicAsset(strings.TrimPrefix(c.Path(), s.deps.Settings.BasePath)) {
-				h.Set("Access-Control-Allow-Origin", "*")
-			} else if s.originAllowed(c, origin) {
-				h.Set("Access-Control-Allow-Origin", origin)
-				h.Set("Access-Control-Allow-Credentials", "true")
-				h.Set("Access-Control-Expose-Headers", "X-Session-ID, X-Request-ID")
-			}
+func (s *Server) cors(c echo.Context) {
+	h := c.Response().Header()
+	if v := h["Vary"]; len(v) == 0 {
+		h["Vary"] = varyOrigin // shared, never written into (see static.go)
+	} else {
+		h["Vary"] = append(v, "Origin")
+	}
+	origin := headerValue(c.Request().Header, "Origin")
+	preflight := c.Request().Method == http.MethodOptions
+	if origin != "" {
+		if !preflight && isPublicAsset(strings.TrimPrefix(c.Path(), s.deps.Settings.BasePath)) {
+			h.Set("Access-Control-Allow-Origin", "*")
+		} else if s.originAllowed(c, origin) {
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Allow-Credentials", "true")
+			h.Set("Access-Control-Expose-Headers", "X-Session-ID, X-Request-ID")
 		}
-		if preflight && h.Get("Access-Control-Allow-Origin") != "" {
-			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
-			h.Set("Access-Control-Max-Age", "600")
-		}
-		return next(c)
+	}
+	if preflight && h.Get("Access-Control-Allow-Origin") != "" {
+		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+		h.Set("Access-Control-Max-Age", "600")
 	}
 }
 

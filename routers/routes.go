@@ -14,7 +14,9 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner, e.HidePort, e.Debug = true, true, false
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(s.deps.Settings.TrustedProxies)
-	e.Use(s.observe, middleware.Recover(), s.cors, middleware.BodyLimit("10M"))
+	// Every request goes through s.observe (ServeHTTP), which also recovers panics, adds the
+	// CORS headers and limits request bodies.
+	s.bodyLimit = middleware.BodyLimit(maxBodyBytes)
 
 	base := s.deps.Settings.BasePath
 	if base != "" {
@@ -50,9 +52,10 @@ func (s *Server) routes() *echo.Echo {
 	g.POST("/:c/chat/resume", s.resumeHandler, s.rateLimit("resume", rl.ResumePerMinute, rl.ResumePerHour))
 	getRoute(g, "/:c/sessions/:session/artifacts/:call/*", s.artifact)
 
-	// Preflights need no route of their own: s.cors adds the CORS headers, and echo's router
-	// answers OPTIONS with 204 on a path some route serves and 404 on any other path. (A
-	// catch-all OPTIONS route would make every unknown path a known one, answering 405.)
+	// Preflights need no route of their own: s.cors (called by s.run) adds the CORS headers,
+	// and echo's router answers OPTIONS with 204 on a path some route serves and 404 on any
+	// other path. (A catch-all OPTIONS route would make every unknown path a known one,
+	// answering 405.)
 	return e
 }
 

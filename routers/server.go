@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,11 +15,13 @@ import (
 
 // Server is the HTTP API. Build it with New; it is an http.Handler.
 type Server struct {
-	e       *echo.Echo
-	deps    Deps
-	log     *slog.Logger
-	cat     atomic.Pointer[catalog]
-	metrics *metrics
+	e *echo.Echo
+	// bodyLimit is echo's BodyLimit, applied to requests that have a body.
+	bodyLimit echo.MiddlewareFunc
+	deps      Deps
+	log       *slog.Logger
+	cat       atomic.Pointer[catalog]
+	metrics   *metrics
 	// reloadMu makes reloads take turns; requests never wait on it.
 	reloadMu sync.Mutex
 }
@@ -44,8 +45,6 @@ func New(deps Deps) (*Server, error) {
 	s.e = s.routes()
 	return s, nil
 }
-
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
 
 // ErrReloadFailed is returned by Reload when the new communities did not load; the old ones
 // keep being served.

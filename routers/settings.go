@@ -31,6 +31,8 @@ type Settings struct {
 	RateLimits RateLimits
 	// TrustedProxies are the networks whose X-Forwarded-For is believed.
 	TrustedProxies []*net.IPNet
+	// AccessLog says which requests are logged (ParseAccessLog); the zero value logs all.
+	AccessLog AccessLog
 }
 
 // Deps is everything the server is built from.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package routers
+
+const raceEnabled = false
