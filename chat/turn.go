@@ -23,7 +23,9 @@ type turn struct {
 	history []Message
 	// runs is how many browser (or server) runs this reply has already made.
 	runs int
-	sink Sink
+	// mcpCalls is how many MCP tool calls this run has made.
+	mcpCalls int
+	sink     Sink
 
 	tools  boundTools
 	system string
@@ -69,6 +71,7 @@ func (r *turn) loop(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, turnLockTTL-turnMargin)
 	defer cancel()
 	r.tools = bindTools(r.t, r.e.Runner != nil, r.e.serverNote())
+	r.bindMCP()
 	r.system = SystemPrompt(r.t.Community, r.t.Page)
 	for step := range maxStepsPerRun {
 		if ended, err := r.step(ctx, step == 0); ended {
@@ -225,7 +228,7 @@ func (r *turn) dispatchCall(ctx context.Context, b *batch, call Call) error {
 	switch {
 	case len(problems) > 0:
 		b.refuse(call.ID, fmt.Sprintf(invalidArgsFmt, call.Name, argProblems(problems)))
-	case r.runs >= limits.MaxBrowserRunsPerReply:
+	case !tool.mcp && r.runs >= limits.MaxBrowserRunsPerReply:
 		b.refuse(call.ID, msgBudgetSpent)
 	default:
 		return tool.run(r, ctx, b, checkedCall{Call: call, Args: args, RequiresPermission: tool.requiresPermission})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -653,10 +654,13 @@ func (k *checker) checkExtensions(e *Extensions) {
 				k.checkHTTPURL(p+".url"+suffix, u)
 			})
 		}
+		k.checkMCPServer(p, &s)
 	}
 	if len(dups) > 0 {
 		k.add("extensions.mcp_servers", "Duplicate MCP server names: %s", strings.Join(dups, ", "))
 	}
+	k.checkToolGlobs("extensions.mcp_tools_allow", e.MCPToolsAllow)
+	k.checkToolGlobs("extensions.mcp_tools_deny", e.MCPToolsDeny)
 	if n := len(e.ClientTools); n > limits.MaxConfiguredClientTools {
 		k.add("extensions.client_tools", "at most %d client tools may be configured (the server reserves %d of the %d a request may declare), got %d",
 			limits.MaxConfiguredClientTools, limits.ReservedClientTools, limits.MaxDeclaredClientTools, n)
@@ -838,4 +842,86 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+var (
+	mcpServerNameRE = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)
+	envNameRE       = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+	toolGlobRE      = regexp.MustCompile(`^[A-Za-z0-9_*?\[\]!^-]+$`)
+)
+
+// MaxMCPServerNameChars caps an MCP server's name, which prefixes each of its tools' bound names
+// ("<server>__<tool>", at most 64 characters).
+const MaxMCPServerNameChars = 32
+
+// mcpManagedHeaders are set by the MCP client itself; headers_env must not name them.
+var mcpManagedHeaders = []string{"accept", "content-length", "content-type", "host", "mcp-protocol-version", "mcp-session-id", "last-event-id", "transfer-encoding", "connection"}
+
+// IsHTTPToken reports whether s is an RFC 9110 token (a valid header field name).
+func IsHTTPToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkMCPServer checks what the MCP client reads of one server besides command and url.
+func (k *checker) checkMCPServer(p string, s *MCPServer) {
+	switch {
+	case s.Name == "":
+	case len(s.Name) > MaxMCPServerNameChars || !mcpServerNameRE.MatchString(s.Name):
+		k.add(p+".name", "MCP server name %q must be 1-%d letters, digits, '-' or single '_' (it prefixes its tools' names as \"<server>__<tool>\")", s.Name, MaxMCPServerNameChars)
+	}
+	if len(s.HeadersEnv) > 0 && s.Command != nil {
+		k.add(p+".headers_env", "headers_env is for url servers; a command server's environment is set with env")
+	}
+	seen := map[string]string{}
+	for _, h := range sortedKeys(s.HeadersEnv) {
+		hp := p + ".headers_env[" + h + "]"
+		lower := strings.ToLower(h)
+		switch {
+		case !IsHTTPToken(h):
+			k.add(hp, "header name %q is not an HTTP token (RFC 9110: letters, digits and !#$%%&'*+-.^_`|~)", h)
+		case slices.Contains(mcpManagedHeaders, lower):
+			k.add(hp, "header %q is set by the MCP client itself", h)
+		case seen[lower] != "":
+			k.add(hp, "header %q is named twice (as %q and %q)", h, seen[lower], h)
+		}
+		seen[lower] = h
+		if v := s.HeadersEnv[h]; !envNameRE.MatchString(v) {
+			k.add(hp, "Invalid environment variable name: %q. Must match pattern: [A-Z_][A-Z0-9_]*", v)
+		}
+	}
+	if len(s.Env) > 0 && s.URL != nil {
+		k.add(p+".env", "env is for command servers; a url server's secrets go in headers_env")
+	}
+	for i, v := range s.Env {
+		if !envNameRE.MatchString(v) {
+			k.add(fmt.Sprintf("%s.env[%d]", p, i), "Invalid environment variable name: %q. Must match pattern: [A-Z_][A-Z0-9_]*", v)
+		} else if slices.Contains(s.Env[:i], v) {
+			k.add(fmt.Sprintf("%s.env[%d]", p, i), "%q is named twice", v)
+		}
+	}
+	if s.CallTimeoutSeconds < 1 || s.CallTimeoutSeconds > MCPMaxCallSeconds {
+		k.add(p+".call_timeout_seconds", "must be from 1 to %d, got %d", MCPMaxCallSeconds, s.CallTimeoutSeconds)
+	}
+}
+
+// checkToolGlobs checks mcp_tools_allow or mcp_tools_deny: glob patterns over bound tool names.
+func (k *checker) checkToolGlobs(field string, globs []string) {
+	for i, g := range globs {
+		gp := fmt.Sprintf("%s[%d]", field, i)
+		if _, err := path.Match(g, ""); err != nil || !toolGlobRE.MatchString(g) {
+			k.add(gp, "%q is not a glob over tool names: use letters, digits, '_', '-', '*', '?' and [...] classes", g)
+		}
+	}
 }

@@ -90,6 +90,7 @@ func (d *Docstrings) setDefaults() { d.Repos = []DocstringRepo{} }
 
 func (e *Extensions) setDefaults() {
 	e.PythonPlugins, e.MCPServers, e.ClientTools = []PythonPlugin{}, []MCPServer{}, []ClientTool{}
+	e.MCPToolsAllow, e.MCPToolsDeny = []string{}, []string{}
 }
 
 // GitHub lists repositories to sync (accepted, not used here).
@@ -263,6 +264,11 @@ type Extensions struct {
 	PythonPlugins []PythonPlugin `yaml:"python_plugins" json:"python_plugins" validate:"dive"`
 	MCPServers    []MCPServer    `yaml:"mcp_servers" json:"mcp_servers" validate:"dive"`
 	ClientTools   []ClientTool   `yaml:"client_tools" json:"client_tools" validate:"dive"`
+	// MCPToolsAllow and MCPToolsDeny are glob patterns (path.Match syntax) over the bound names
+	// of MCP tools, "<server>__<tool>": with an allow list only the tools it matches are bound;
+	// a tool the deny list matches never is. Deny wins.
+	MCPToolsAllow []string `yaml:"mcp_tools_allow" json:"mcp_tools_allow"`
+	MCPToolsDeny  []string `yaml:"mcp_tools_deny" json:"mcp_tools_deny"`
 }
 
 // PythonPlugin is an OSA in-process tool module (accepted, not used here).
@@ -271,12 +277,30 @@ type PythonPlugin struct {
 	Tools  *[]string `yaml:"tools" json:"tools"`
 }
 
+// The bounds of an MCP server's call_timeout_seconds.
+const (
+	MCPDefaultCallSeconds = 30
+	MCPMaxCallSeconds     = 300
+)
+
 // MCPServer is a Model Context Protocol server the model's knowledge tools come from: a local
 // command, or a remote URL that may differ per deployment.
 type MCPServer struct {
 	Name    string                 `yaml:"name" json:"name" cfg:"required"`
 	Command *[]string              `yaml:"command" json:"command"`
 	URL     *PerDeployment[string] `yaml:"url" json:"url"`
+	// HeadersEnv (url servers) maps an HTTP header name to the environment variable holding its
+	// value, so that no secret is written in YAML.
+	HeadersEnv map[string]string `yaml:"headers_env" json:"headers_env"`
+	// Env (command servers) names the environment variables passed to the child process, besides
+	// the minimal PATH, HOME, LANG and TMPDIR it always gets.
+	Env []string `yaml:"env" json:"env"`
+	// CallTimeoutSeconds bounds one tools/call (default 30).
+	CallTimeoutSeconds int `yaml:"call_timeout_seconds" json:"call_timeout_seconds"`
+}
+
+func (s *MCPServer) setDefaults() {
+	s.HeadersEnv, s.Env, s.CallTimeoutSeconds = map[string]string{}, []string{}, MCPDefaultCallSeconds
 }
 
 // ClientTool is a tool whose code runs in the reader's browser (config.md §3.1).

@@ -2,6 +2,7 @@ package routers
 
 import (
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -46,6 +47,29 @@ type healthBody struct {
 	Timestamp   string      `json:"timestamp"`
 	Environment string      `json:"environment"`
 	Backend     *healthBody `json:"backend,omitempty"`
+	// Sections are what the HealthReporters among Deps.Collectors report (mcp_servers).
+	Sections map[string]any `json:"-"`
+}
+
+// HealthReporter is a collector of Deps.Collectors that also reports a section of GET /health
+// (the MCP servers' states). The server stays "healthy" whatever it reports: a section says how
+// an optional part fares.
+type HealthReporter interface {
+	Health() (name string, report any)
+}
+
+// MarshalJSON writes the body's fields, then its sections.
+func (b healthBody) MarshalJSON() ([]byte, error) {
+	type plain healthBody
+	out, err := json.Marshal(plain(b))
+	if err != nil || len(b.Sections) == 0 {
+		return out, err
+	}
+	extra, err := json.Marshal(b.Sections)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(out[:len(out)-1], ','), extra[1:]...), nil
 }
 
 // health is GET /health. The widget reads only response.ok and, for its footer,
@@ -58,6 +82,15 @@ func (s *Server) health(c echo.Context) error {
 	}
 	b := healthBody{Status: "healthy", Version: s.deps.Settings.Version, CommitSHA: commit,
 		Timestamp: time.Now().UTC().Format(time.RFC3339), Environment: s.environment()}
+	for _, col := range s.deps.Collectors {
+		if h, ok := col.(HealthReporter); ok {
+			if b.Sections == nil {
+				b.Sections = map[string]any{}
+			}
+			name, report := h.Health()
+			b.Sections[name] = report
+		}
+	}
 	inner := b
 	b.Backend = &inner
 	c.Response().Header().Set("Cache-Control", "no-store")
@@ -69,9 +102,10 @@ func (s *Server) version(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"version": s.deps.Settings.Version, "commit": s.deps.Settings.Commit})
 }
 
-// listCommunities is GET /communities: the available communities with their widget display.
+// listCommunities is GET /communities: the available communities with their widget display,
+// precomputed at each (re)load like GET /{c}.
 func (s *Server) listCommunities(c echo.Context) error {
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.cat.Load().communities)
+	return serveBody(c, &s.cat.Load().communities, noCache)
 }
 
 // reload is POST /admin/reload: load every community again; on failure keep the old ones.

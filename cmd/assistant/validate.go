@@ -16,8 +16,10 @@ import (
 func runValidate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	connect := fs.Bool("connect", false, "also connect to every MCP server of the deployment (ASSISTANT_DEPLOYMENT) and list its tools; exit 1 when one cannot be reached")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: assistant validate [DIR]\n\nLoads DIR/*/config.yaml (default: communities) exactly as the server does and prints\nevery problem as file:line:col: path: message. Exits 1 when there is any.")
+		fmt.Fprintln(stderr, "usage: assistant validate [--connect] [DIR]\n\nLoads DIR/*/config.yaml (default: communities) exactly as the server does and prints\nevery problem as file:line:col: path: message. Exits 1 when there is any.\nWith --connect, connects to every MCP server and lists the tools the model would see.")
+		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -59,6 +61,9 @@ func runValidate(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintln(stdout, "note: preludes were not compile-checked: set ASSISTANT_ENGINE_DIR to the Python engine (make validate does)")
 	}
 	fmt.Fprintf(stdout, "%d %s valid\n", len(set.Communities), plural(len(set.Communities), "community", "communities"))
+	if *connect {
+		return connectMCP(ctx, set, getenv, stdout, stderr)
+	}
 	return 0
 }
 

@@ -1,0 +1,134 @@
+package chat
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/osc-assistant/assistant/chat/chattest"
+	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/mcp"
+	"github.com/osc-assistant/assistant/mcp/mcptest"
+)
+
+// mcpEngine is a fake-model engine whose community "kb" has one real MCP server on loopback.
+func mcpEngine(t *testing.T, script func(n int, req chattest.Request) chattest.Reply) (*Engine, *chattest.Anthropic, *config.Community) {
+	t.Helper()
+	srv := mcptest.NewHTTP(nil)
+	t.Cleanup(srv.Close)
+	u := config.Single(srv.URL)
+	c := &config.Community{ID: "kb", DefaultModel: new("anthropic/claude-haiku-4-5"), Extensions: &config.Extensions{
+		MCPServers:   []config.MCPServer{{Name: "kb", URL: &u, CallTimeoutSeconds: 1}},
+		MCPToolsDeny: []string{"kb__big"},
+	}}
+	m := mcp.New(mcp.Options{MinBackoff: 20 * time.Millisecond})
+	t.Cleanup(m.Close)
+	m.Apply(&config.Set{Communities: []*config.Community{c}})
+	deadline := time.Now().Add(10 * time.Second)
+	for len(m.Tools("kb")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no MCP tools: %+v", m.Statuses())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e, api := fakeModelEngine(t, script)
+	e.MCP = m
+	return e, api, c
+}
+
+// TestMCPToolsReachModel: a community's MCP tools are offered to the model as server tools
+// with their schemas; a call's result, a tool's isError, invalid arguments and a call past its
+// timeout and a server that fails mid-call all come back to the model as tool results, with tool_start and tool_end.
+func TestMCPToolsReachModel(t *testing.T) {
+	e, api, c := mcpEngine(t, func(n int, _ chattest.Request) chattest.Reply {
+		if n == 0 {
+			return chattest.Reply{ToolUses: []chattest.ToolUse{
+				{ID: "toolu_1", Name: "kb__echo", Input: `{"text":"hi"}`},
+				{ID: "toolu_2", Name: "kb__fail", Input: `{}`},
+				{ID: "toolu_3", Name: "kb__echo", Input: `{"text":7}`},
+				{ID: "toolu_4", Name: "kb__hang", Input: `{}`},
+				{ID: "toolu_5", Name: "kb__die", Input: `{}`},
+			}}
+		}
+		return chattest.Reply{Text: []string{"Done."}}
+	})
+	sink := &eventSink{}
+	if err := e.Chat(t.Context(), Turn{Community: c, SessionID: "s1", OriginOK: true}, "look it up", sink); err != nil {
+		t.Fatal(err)
+	}
+	want := "session tool_call tool_call tool_call tool_call tool_call tool_start tool_end tool_start tool_end tool_start tool_end tool_start tool_end content done"
+	if got := sink.names(); got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if start := sink.events[6].(ToolStartEvent); start.Name != "kb__echo" || start.CallID != "toolu_1" {
+		t.Errorf("tool_start %+v", start)
+	}
+	if end := sink.events[7].(ToolEndEvent); !strings.Contains(end.Output, "<stdout>\necho: hi\n</stdout>") {
+		t.Errorf("tool_end %+v", end)
+	}
+	reqs := api.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	tools, _ := reqs[0].Body["tools"].([]any)
+	var bound []string
+	for _, tl := range tools {
+		m := tl.(map[string]any)
+		bound = append(bound, m["name"].(string))
+		if m["name"] == "kb__echo" {
+			b, _ := json.Marshal(m["input_schema"])
+			if !strings.Contains(string(b), `"required":["text"]`) {
+				t.Errorf("kb__echo's schema %s", b)
+			}
+		}
+	}
+	slices.Sort(bound)
+	if want := []string{"kb__die", "kb__echo", "kb__fail", "kb__hang", "kb__pid", "kb__rename_me"}; !slices.Equal(bound, want) {
+		t.Errorf("tools the model saw: %v, want %v", bound, want)
+	}
+	for _, s := range []string{"DATA", "echo: hi", "status: error", "no such tag: Foo", "Invalid arguments for kb__echo", "did not answer within 1s", "The knowledge tool kb__die could not be called"} {
+		if !reqs[1].Contains(s) {
+			t.Errorf("the model did not see %q", s)
+		}
+	}
+	h := storedHistory(t, e.Store, "kb", "s1")
+	if len(h) != 4 {
+		t.Fatalf("%d messages stored", len(h))
+	}
+	for i, b := range h[2].Content {
+		if wantErr := i != 0; b.IsError != wantErr {
+			t.Errorf("result %d is_error %v", i, b.IsError)
+		}
+	}
+}
+
+// TestMCPBudget: MCP calls beyond the reply's budget are refused with a result the model reads,
+// and a turn that binds no tools offers none.
+func TestMCPBudget(t *testing.T) {
+	e, api, c := mcpEngine(t, func(n int, _ chattest.Request) chattest.Reply {
+		if n == 0 {
+			return chattest.Reply{ToolUses: []chattest.ToolUse{
+				{ID: "toolu_1", Name: "kb__echo", Input: `{"text":"a"}`},
+				{ID: "toolu_2", Name: "kb__echo", Input: `{"text":"b"}`},
+			}}
+		}
+		return chattest.Reply{Text: []string{"Done."}}
+	})
+	e.MCPCallsPerReply = 1
+	sink := &eventSink{}
+	if err := e.Chat(t.Context(), Turn{Community: c, SessionID: "s1", OriginOK: true}, "go", sink); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := api.Requests(); !reqs[1].Contains("echo: a") || !reqs[1].Contains(msgMCPBudgetSpent) || reqs[1].Contains("echo: b") {
+		t.Errorf("the budget was not kept: %v", reqs[1].Body["messages"])
+	}
+	if err := e.Chat(t.Context(), Turn{Community: c, SessionID: "s2", OriginOK: true, NoTools: true}, "go", &eventSink{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := api.Requests()
+	if tools, _ := reqs[len(reqs)-1].Body["tools"].([]any); len(tools) != 0 {
+		t.Errorf("a no-tools turn offered %d tools", len(tools))
+	}
+}
