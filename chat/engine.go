@@ -10,6 +10,7 @@ import (
 
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/mcp"
 	"github.com/osc-assistant/assistant/store"
 	"github.com/osc-assistant/assistant/toolresults"
 )
@@ -65,8 +66,12 @@ type Engine struct {
 	// Runner runs client tools on the server for communities with server_fallback; nil turns
 	// the fallback off.
 	Runner Runner
-	Now    func() time.Time
-	Log    *slog.Logger
+	// MCP offers the tools of each community's MCP servers (a *mcp.Manager); nil binds none.
+	MCP MCPTools
+	// MCPCallsPerReply caps the MCP tool calls of one reply; 0 means maxMCPCallsPerReply.
+	MCPCallsPerReply int
+	Now              func() time.Time
+	Log              *slog.Logger
 }
 
 // SessionStore is where the engine keeps sessions: their history, the one parked browser call,
@@ -89,7 +94,17 @@ type SessionStore interface {
 // policy for the deployment, and returns the result a browser would have posted plus the files
 // the run saved (path → bytes).
 type Runner interface {
-	RunTool(ctx context.Context, c *config.Community, dep config.Deployment, callID, code string) (toolresults.Result, map[string][]byte, error)
+	// RunTool runs code for session sessionID of c (a runner may keep the session's
+	// interpreter alive between its runs).
+	RunTool(ctx context.Context, c *config.Community, dep config.Deployment, sessionID, callID, code string) (toolresults.Result, map[string][]byte, error)
+}
+
+// MCPTools are the tools of the communities' MCP servers (mcp.Manager implements it): Tools is
+// what a community's model calls are offered now, Call calls one with arguments that passed
+// its Check.
+type MCPTools interface {
+	Tools(community string) []mcp.Tool
+	Call(ctx context.Context, community, name string, args json.RawMessage) (mcp.Result, error)
 }
 
 // noter is a Runner that has one line for the model about what the server's Python holds; it

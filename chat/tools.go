@@ -25,6 +25,8 @@ type boundTool struct {
 	// run carries out a checked call of the tool: one method of turn per kind of tool (the
 	// browser runs it, the server runs it), so a new kind is one more method.
 	run func(r *turn, ctx context.Context, b *batch, call checkedCall) error
+	// mcp: a tool of an MCP server, counted against the reply's MCP budget, not its runs.
+	mcp bool
 }
 
 // checkedCall is a call of a bound tool whose arguments passed its check.
@@ -201,7 +203,7 @@ func (r *turn) serverRun(ctx context.Context, call checkedCall) (Block, error) {
 	if err := sink.Send(ToolStartEvent{Name: call.Name, Input: input, CallID: call.ID}); err != nil {
 		return Block{}, err
 	}
-	res, files, err := e.Runner.RunTool(ctx, t.Community, t.Deployment, call.ID, in.Code)
+	res, files, err := e.Runner.RunTool(ctx, t.Community, t.Deployment, id, call.ID, in.Code)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Block{}, ctx.Err()

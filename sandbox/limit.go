@@ -175,3 +175,16 @@ func (l *Limited) Run(ctx context.Context, req Request) (Result, error) {
 
 // Concurrency returns how many runs may go at once.
 func (l *Limited) Concurrency() int { return l.lim.n }
+
+// RunIn waits for a place like Run and then runs req in key's live session of ss.
+func (l *Limited) RunIn(ctx context.Context, ss *Sessions, key string, req Request) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	release, err := l.lim.acquire(ctx, nil, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
+	return ss.Run(ctx, key, req)
+}

@@ -122,7 +122,14 @@ type Pool struct {
 	idle    []*worker      // LIFO: the most recently used worker is the warmest
 	waiters []chan *worker // admitted runs waiting for a worker (one is being replaced); FIFO
 	helloed bool
+	// affinity is the worker that holds each live session's interpreter; wanted the runs
+	// waiting for one particular worker (their session's), served before the others.
+	affinity map[string]*worker
+	wanted   map[*worker][]chan *worker
 }
+
+// maxAffinity bounds the sessions a pool remembers; past it, those of dead workers go first.
+const maxAffinity = 100000
 
 // worker is one sandbox-worker process.
 type worker struct {
@@ -222,7 +229,7 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	defer release()
 	for attempt := 0; ; attempt++ {
-		w, err := p.acquire(ctx)
+		w, err := p.acquireForSession(ctx, &req)
 		if err != nil {
 			return Result{}, err
 		}
@@ -232,6 +239,104 @@ func (p *Pool) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		return res, err
 	}
+}
+
+// acquireForSession returns the worker for req: the one that holds req's session when it is
+// alive (waiting for it if busy), else any, which then holds the session; req is marked
+// SessionRestarted when the session's interpreter was on a worker that died.
+func (p *Pool) acquireForSession(ctx context.Context, req *Request) (*worker, error) {
+	if req.Session == "" {
+		return p.acquire(ctx)
+	}
+	p.mu.Lock()
+	w, known := p.affinity[req.Session]
+	p.mu.Unlock()
+	if known {
+		got, err := p.acquireWorker(ctx, w)
+		if got != nil || !errors.Is(err, errWorkerGone) {
+			return got, err
+		}
+		req.SessionRestarted = true
+	}
+	w, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if p.affinity == nil {
+		p.affinity = map[string]*worker{}
+	}
+	if len(p.affinity) >= maxAffinity {
+		for k, x := range p.affinity {
+			if !x.alive() || len(p.affinity) >= maxAffinity {
+				delete(p.affinity, k)
+			}
+			if len(p.affinity) < maxAffinity/2 {
+				break
+			}
+		}
+	}
+	p.affinity[req.Session] = w
+	p.mu.Unlock()
+	return w, nil
+}
+
+// errWorkerGone: the worker a session's run waited for ended.
+var errWorkerGone = errors.New("sandbox: the session's worker ended")
+
+// acquireWorker returns w once it is idle, or errWorkerGone when it ends first.
+func (p *Pool) acquireWorker(ctx context.Context, w *worker) (*worker, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrPoolClosed
+	}
+	if _, ok := p.live[w]; !ok || !w.alive() {
+		p.mu.Unlock()
+		return nil, errWorkerGone
+	}
+	for i, x := range p.idle {
+		if x == w {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			p.mu.Unlock()
+			return w, nil
+		}
+	}
+	ch := make(chan *worker, 1)
+	if p.wanted == nil {
+		p.wanted = map[*worker][]chan *worker{}
+	}
+	p.wanted[w] = append(p.wanted[w], ch)
+	p.mu.Unlock()
+
+	var err error
+	select {
+	case got := <-ch:
+		if got == nil {
+			return nil, errWorkerGone
+		}
+		return got, nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-p.done:
+		err = ErrPoolClosed
+	}
+	p.mu.Lock()
+	queued := false
+	for i, c := range p.wanted[w] {
+		if c == ch {
+			p.wanted[w] = append(p.wanted[w][:i], p.wanted[w][i+1:]...)
+			queued = true
+			break
+		}
+	}
+	p.mu.Unlock()
+	if !queued { // handed over (or told it ended) as we gave up
+		if got := <-ch; got != nil {
+			p.release(got)
+		}
+	}
+	return nil, err
 }
 
 // Stats returns a snapshot of the pool.
@@ -324,6 +429,11 @@ func (p *Pool) release(w *worker) {
 	defer p.mu.Unlock()
 	if _, ok := p.live[w]; !ok || !w.alive() || p.closed {
 		return // ended, or ending: its reaper replaces it
+	}
+	if ws := p.wanted[w]; len(ws) > 0 { // a run of a session this worker holds
+		p.wanted[w] = ws[1:]
+		ws[0] <- w
+		return
 	}
 	if len(p.waiters) > 0 {
 		ch := p.waiters[0]
@@ -549,6 +659,10 @@ func (p *Pool) reap(w *worker, out *os.File) {
 			break
 		}
 	}
+	for _, ch := range p.wanted[w] { // its sessions' runs go elsewhere, told they restarted
+		ch <- nil
+	}
+	delete(p.wanted, w)
 	p.mu.Unlock()
 	if !member {
 		return

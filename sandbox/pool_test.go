@@ -617,3 +617,40 @@ func TestWorkerEnv(t *testing.T) {
 		t.Errorf("workerEnv = %q, want %q", got, want)
 	}
 }
+
+// TestPoolSessions: a session's runs go to the worker that holds its interpreter, so they share
+// names, whichever worker is free; two sessions on one worker never see each other's names;
+// when the session's worker is killed, its next run starts afresh elsewhere and says so.
+func TestPoolSessions(t *testing.T) {
+	p := newTestPool(t, PoolOptions{Workers: 2})
+	ctx := context.Background()
+	run := func(session, src string) Result {
+		t.Helper()
+		res, err := p.Run(ctx, Request{Source: src, Session: session, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatalf("%s %q: %v", session, src, err)
+		}
+		return res
+	}
+	run("a", "x = 41")
+	for i := range 6 { // interleaved with other sessions, which take whichever worker is free
+		other := fmt.Sprint("o", i)
+		if res := run(other, "print('x' in globals())"); res.Stdout != "False\n" {
+			t.Errorf("session %s saw a's names: %q", other, res.Stdout)
+		}
+		if res := run("a", "x += 1\nprint(x)"); res.Stdout != fmt.Sprintf("%d\n", 42+i) || strings.Contains(res.Stderr, "restarted") {
+			t.Errorf("a, run %d: %q %q", i, res.Stdout, res.Stderr)
+		}
+	}
+	p.mu.Lock()
+	w := p.affinity["a"]
+	p.mu.Unlock()
+	if err := w.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed worker to be reaped", 10*time.Second, func() bool { return !w.alive() })
+	res := run("a", "print('x' in globals())")
+	if res.Stdout != "False\n" || !strings.HasPrefix(res.Stderr, MsgRestarted) {
+		t.Errorf("a after its worker was killed: %q %q", res.Stdout, res.Stderr)
+	}
+}

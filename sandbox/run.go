@@ -72,6 +72,12 @@ type Request struct {
 	// bytes: no host path is mounted). Names are flat ([A-Za-z0-9._-], not "." or ".."); the
 	// run is refused otherwise.
 	Data map[string][]byte
+	// Session, when set, names the live session whose interpreter runs this request (a worker
+	// of a Pool keeps one per session; see Session). SessionRestarted tells a worker that sees
+	// the session for the first time that an interpreter of it ended elsewhere (its worker
+	// died), so its first run says so.
+	Session          string
+	SessionRestarted bool
 	// AllowLoopback lets osa.fetch reach loopback addresses, for tests against a local server.
 	// Private, link-local and reserved addresses are refused regardless.
 	AllowLoopback bool

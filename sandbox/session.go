@@ -61,6 +61,7 @@ var errSessionIdle = errors.New("sandbox: session idle")
 // policyKey identifies what an interpreter was started with: a run with another policy needs a
 // new one.
 func policyKey(req Request) string {
+	req.Session, req.SessionRestarted = "", false
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d\x00%s\x00%q\x00%d\x00%t\x00%d", len(req.Prelude), req.Prelude, req.FetchAllow, req.MemoryBytes, req.AllowLoopback, len(req.Wheels))
 	for _, w := range req.Wheels {

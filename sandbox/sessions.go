@@ -54,7 +54,9 @@ func (ss *Sessions) Run(ctx context.Context, key string, req Request) (Result, e
 	ss.mu.Lock()
 	el, ok := ss.m[key]
 	if !ok {
-		el = ss.lru.PushBack(&sessionEntry{key: key, s: ss.e.NewSession()})
+		s := ss.e.NewSession()
+		s.ended = req.SessionRestarted // its interpreter ended elsewhere: the first run says so
+		el = ss.lru.PushBack(&sessionEntry{key: key, s: s})
 		ss.m[key] = el
 	} else {
 		ss.lru.MoveToBack(el)

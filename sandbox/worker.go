@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"time"
 )
 
 // ServeWorker is the worker side of a Pool (the `assistant sandbox-worker` command): it says
@@ -52,6 +53,12 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 		panicked bool
 	}
 	finished := make(chan done, 1)
+	// Live sessions: a run naming one goes to its interpreter here (the pool sends a session's
+	// runs to the worker that holds it). Ended before the engine is.
+	sessions := e.NewSessions(SessionsOptions{})
+	defer sessions.Close()
+	sweep := time.NewTicker(time.Minute)
+	defer sweep.Stop()
 	var (
 		busy  bool
 		runID uint64
@@ -97,7 +104,11 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 						}
 						finished <- d
 					}()
-					d.res, d.err = e.Run(runCtx, req)
+					if req.Session != "" {
+						d.res, d.err = sessions.Run(runCtx, req.Session, req)
+					} else {
+						d.res, d.err = e.Run(runCtx, req)
+					}
 				}(f.ID, *f.Request)
 			case frameCancel:
 				if busy && f.ID == runID {
@@ -105,6 +116,10 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 				}
 			default:
 				return fmt.Errorf("sandbox worker: unexpected %q frame", f.Type)
+			}
+		case <-sweep.C:
+			if !busy {
+				sessions.Sweep()
 			}
 		case d := <-finished:
 			busy = false

@@ -274,3 +274,32 @@ func TestServerFallbackThroughWorkers(t *testing.T) {
 		t.Errorf("the pool did not start:\n%s", p.stderr)
 	}
 }
+
+// TestServerFallbackSessionThroughWorkers: through the real binary's worker pool, a chat
+// session's server runs share one live interpreter.
+func TestServerFallbackSessionThroughWorkers(t *testing.T) {
+	p := serve(t, nil, "--communities", "../communities", "--engine-dir", engineDir(t), "--sandbox-workers", "2",
+		"--rate-limits", "chat_minute=0,chat_hour=0,resume_minute=0,resume_hour=0")
+	chat := func(body string) string {
+		t.Helper()
+		resp, err := http.Post(p.url+"/nemar/chat", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	first := chat(`{"message":"` + "```python x = 41 ```" + `"}`)
+	_, rest, ok := strings.Cut(first, `"session_id":"`)
+	sid, _, _ := strings.Cut(rest, `"`)
+	if !ok || sid == "" {
+		t.Fatalf("no session id in:\n%s", first)
+	}
+	for i := range 3 {
+		s := chat(`{"message":"` + "```python x += 1; print(x) ```" + `","session_id":"` + sid + `"}`)
+		if !strings.Contains(s, fmt.Sprintf("%d", 42+i)) {
+			t.Errorf("run %d:\n%s", i, s)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/sandbox"
@@ -20,6 +21,9 @@ type toolRunner struct {
 	allowLoopback bool
 	// packages are the engine's own (packages.json), for the model's note.
 	packages []sandbox.Package
+	// inSession, when set, runs a session's code in its live interpreter (in-process runs);
+	// without it every run gets a fresh one (the worker pool, for now).
+	inSession func(ctx context.Context, key string, req sandbox.Request) (sandbox.Result, error)
 }
 
 // ToolNote is the line the chat adds to a tool that runs on the server: what its Python has.
@@ -27,14 +31,20 @@ func (r toolRunner) ToolNote() string {
 	return "This tool runs on the server, not in the reader's browser. " + sandbox.PackagesNote(r.packages)
 }
 
-func (r toolRunner) RunTool(ctx context.Context, c *config.Community, dep config.Deployment, callID, code string) (toolresults.Result, map[string][]byte, error) {
+func (r toolRunner) RunTool(ctx context.Context, c *config.Community, dep config.Deployment, sessionID, callID, code string) (toolresults.Result, map[string][]byte, error) {
 	req, lim, err := policyRequest(c, dep)
 	if err != nil {
 		return toolresults.Result{}, nil, err
 	}
 	req.Source = code
 	req.AllowLoopback = r.allowLoopback
-	res, err := r.run(ctx, req)
+	var res sandbox.Result
+	if r.inSession != nil && sessionID != "" {
+		// The key holds the community too: a session id is only unique within one.
+		res, err = r.inSession(ctx, c.ID+"\x00"+string(dep)+"\x00"+sessionID, req)
+	} else {
+		res, err = r.run(ctx, req)
+	}
 	if err != nil {
 		return toolresults.Result{}, nil, err
 	}
@@ -70,7 +80,31 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		// concurrent chats would take the server down with them.
 		lim := sandbox.NewLimited(eng, sandbox.LimitedOptions{Queue: s.sandboxQueue})
 		log.Info("python runs in this process", slog.Int("concurrency", lim.Concurrency()))
-		return &toolRunner{run: lim.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages()}, func() {}, nil
+		r := &toolRunner{run: lim.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages()}
+		if s.sessionIdle <= 0 {
+			return r, func() {}, nil
+		}
+		// One live interpreter per chat session, swept when idle; closed before the engine.
+		ss := eng.NewSessions(sandbox.SessionsOptions{Idle: s.sessionIdle})
+		r.inSession = func(ctx context.Context, key string, req sandbox.Request) (sandbox.Result, error) {
+			return lim.RunIn(ctx, ss, key, req)
+		}
+		stop := make(chan struct{})
+		go func() {
+			t := time.NewTicker(max(s.sessionIdle/4, time.Second))
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					if n := ss.Sweep(); n > 0 {
+						log.Info("idle python sessions ended", slog.Int("sessions", n))
+					}
+				case <-stop:
+					return
+				}
+			}
+		}()
+		return r, func() { close(stop); ss.Close() }, nil
 	}
 	bin := s.workerBinary
 	if bin == "" {
@@ -93,5 +127,14 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		return nil, nil, fmt.Errorf("starting the Python workers: %v", err)
 	}
 	log.Info("python workers ready", slog.Int("workers", pool.Stats().Workers))
-	return &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages()}, func() { _ = pool.Close() }, nil
+	r := &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages()}
+	if s.sessionIdle > 0 {
+		// Each worker keeps its sessions' live interpreters (ending idle ones after 10 min);
+		// the pool sends a session's runs to the worker that holds it.
+		r.inSession = func(ctx context.Context, key string, req sandbox.Request) (sandbox.Result, error) {
+			req.Session = key
+			return pool.Run(ctx, req)
+		}
+	}
+	return r, func() { _ = pool.Close() }, nil
 }

@@ -217,3 +217,28 @@ func TestServerFallbackSqlite(t *testing.T) {
 		t.Errorf("done %v", done)
 	}
 }
+
+// TestServerFallbackSession: with --sandbox-workers 0, a chat session's server runs share one
+// live interpreter (a name defined by the first run is there in the second; another session
+// does not see it); with --sandbox-session-idle 0 every run starts afresh.
+func TestServerFallbackSession(t *testing.T) {
+	dir := engineDir(t)
+	for _, tc := range []struct {
+		idle string
+		want string
+	}{{"10m", "42"}, {"0", "status error"}} {
+		t.Run("idle="+tc.idle, func(t *testing.T) {
+			ts := startServer(t, "--engine-dir", dir, "--sandbox-workers", "0", "--sandbox-session-idle", tc.idle)
+			_, evs := ts.chat(t, "nemar", map[string]any{"message": "```python x = 41 ```"})
+			sid := evs[0]["session_id"].(string)
+			_, evs = ts.chat(t, "nemar", map[string]any{"message": "```python print(x + 1) ```", "session_id": sid})
+			if c, _ := evs[len(evs)-1]["content"].(string); !strings.Contains(c, tc.want) {
+				t.Errorf("second run: %q, want %q in it", c, tc.want)
+			}
+			_, evs = ts.chat(t, "nemar", map[string]any{"message": "```python print('x' in globals()) ```"})
+			if c, _ := evs[len(evs)-1]["content"].(string); !strings.Contains(c, "False") {
+				t.Errorf("another session: %q", c)
+			}
+		})
+	}
+}

@@ -38,6 +38,7 @@ type serveSettings struct {
 	corsOrigins  string
 	defaultModel string
 	logFormat    string
+	accessLog    routers.AccessLog
 	rateLimits   string
 	trusted      string
 	prices       string
@@ -47,6 +48,8 @@ type serveSettings struct {
 	sandboxWorkers  int
 	sandboxQueue    int
 	sandboxMemoryMB int
+	// sessionIdle ends a live server-side interpreter unused this long; 0 turns sessions off.
+	sessionIdle time.Duration
 	// artifactMB bounds the kept files of server-side runs (and uploads).
 	artifactMB      int
 	sandboxLoopback bool
@@ -91,9 +94,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.IntVar(&s.sandboxWorkers, "sandbox-workers", envInt(getenv, "ASSISTANT_SANDBOX_WORKERS", -1), "Python worker processes for server-side runs; -1: one per CPU; 0: run in this process, strict mode, one run per CPU at once (ASSISTANT_SANDBOX_WORKERS)")
 	fs.IntVar(&s.sandboxQueue, "sandbox-queue", envInt(getenv, "ASSISTANT_SANDBOX_QUEUE", 0), "server-side runs that may wait for a worker (or, with --sandbox-workers 0, a place in this process); beyond it a run is refused at once; 0: 4 per worker or place; -1: none (ASSISTANT_SANDBOX_QUEUE)")
 	fs.IntVar(&s.artifactMB, "artifact-mb", envInt(getenv, "ASSISTANT_ARTIFACT_MB", store.DefaultArtifactBytes>>20), "the most MB of server-side runs' files kept at once: for this process without Redis, for each community with it; the oldest go first (ASSISTANT_ARTIFACT_MB)")
+	fs.DurationVar(&s.sessionIdle, "sandbox-session-idle", envDuration(getenv, "ASSISTANT_SANDBOX_SESSION_IDLE", 10*time.Minute), "a chat session's server runs share one live interpreter, ended after this idle time (the worker processes use 10m); 0 gives every run a fresh one (ASSISTANT_SANDBOX_SESSION_IDLE)")
 	fs.IntVar(&s.sandboxMemoryMB, "sandbox-memory-mb", envInt(getenv, "ASSISTANT_SANDBOX_MEMORY_MB", 2048), "the most memory one server-side run may use, whatever a community's limits.memory_mb says (ASSISTANT_SANDBOX_MEMORY_MB)")
 	fs.BoolVar(&s.sandboxLoopback, "sandbox-allow-loopback", env("ASSISTANT_SANDBOX_ALLOW_LOOPBACK") == "1", "let server-side osa.fetch reach loopback addresses, for tests (ASSISTANT_SANDBOX_ALLOW_LOOPBACK=1)")
 	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
+	accessLog := fs.String("access-log", or(env("ASSISTANT_ACCESS_LOG"), "on"), "log every request (on), none (off), or a share of them such as 0.1; errors (5xx) are always logged (ASSISTANT_ACCESS_LOG)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
@@ -114,10 +119,22 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	default:
 		return s, fmt.Errorf("log format %q: want json, text or auto", s.logFormat)
 	}
+	al, err := routers.ParseAccessLog(*accessLog)
+	if err != nil {
+		return s, err
+	}
+	s.accessLog = al
 	if s.artifactMB < 1 || s.artifactMB > 1<<20 {
 		return s, fmt.Errorf("artifact budget %d MB: want 1 to %d", s.artifactMB, 1<<20)
 	}
 	return s, nil
+}
+
+func envDuration(getenv func(string) string, name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(strings.TrimSpace(getenv(name))); err == nil {
+		return d
+	}
+	return def
 }
 
 func envInt(getenv func(string) string, name string, def int) int {
@@ -230,6 +247,10 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		return nil, nil, err
 	}
 	cleanups = append(cleanups, closeRunner)
+	// MCP servers connect in the background: one that is down does not stop the start.
+	mcps := newMCP(dep, getenv, log)
+	mcps.Apply(set)
+	cleanups = append(cleanups, mcps.Close)
 
 	models := &chat.Models{Getenv: getenv, Default: s.defaultModel}
 	spent := chat.BudgetMetric()
@@ -243,20 +264,21 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	if runner != nil { // not a typed nil in the interface
 		engine.Runner = runner
 	}
+	engine.MCP = mcps
 	srv, err := routers.New(routers.Deps{
 		Settings: routers.Settings{
 			BasePath: s.basePath, Deployment: dep, CORSOrigins: origins, AdminKey: s.adminKey,
 			DefaultModel: s.defaultModel, ResolveModel: models.DefaultModel, Version: version, Commit: commit,
-			RateLimits: rl, TrustedProxies: trusted,
+			RateLimits: rl, TrustedProxies: trusted, AccessLog: s.accessLog,
 		},
 		Logger:      log,
 		Getenv:      getenv,
-		Load:        load,
+		Load:        withMCP(load, mcps),
 		Communities: set,
 		Engine:      engine,
 		Artifacts:   st,
 		Limiter:     st,
-		Collectors:  []prometheus.Collector{spent},
+		Collectors:  []prometheus.Collector{spent, mcps},
 	})
 	if err != nil {
 		return nil, nil, err
