@@ -81,6 +81,20 @@ describe("the workspace (as sandbox/osa.go; web/testdata/workspace.json)", () =>
       }
     });
   }
+  test("what the guest passes is checked, not trusted", () => {
+    const w = new Workspace(caps);
+    for (const [kind, name, data] of [
+      ["other", "a.txt", new Uint8Array([1])],
+      ["artifact", 7, new Uint8Array([1])],
+      ["artifact", "a.txt", "not bytes"],
+      ["artifact", "a.txt", [1, 2]],
+    ]) {
+      const r = w.save(kind, name, data);
+      assert.equal(r.ok, false, `${kind} ${name} ${typeof data}`);
+      assert.equal(r.refused, "bad_name");
+    }
+    assert.equal(w.take().length, 0);
+  });
   test("take returns the files sorted and empties the workspace", () => {
     const w = new Workspace(caps);
     w.save("artifact", "b.csv", new Uint8Array([1]));

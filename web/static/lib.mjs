@@ -110,7 +110,11 @@ export class Workspace {
   save(kind, name, data) {
     const caps = this.caps;
     const refuse = (refused, detail) => ({ ok: false, refused, detail });
-    const problem = artifactNameProblem(String(name), caps.artifact_name_chars);
+    // The guest can reach this through its transport directly: nothing it passes is trusted.
+    if (kind !== "script" && kind !== "artifact") return refuse("bad_name", "the kind of file must be script or artifact");
+    if (typeof name !== "string") return refuse("bad_name", "the name must be a string");
+    if (!(data instanceof Uint8Array)) return refuse("bad_name", "the file's contents must be bytes");
+    const problem = artifactNameProblem(name, caps.artifact_name_chars);
     if (problem) return refuse("bad_name", problem);
     const mib = (n) => n / 2 ** 20;
     if (data.length > caps.saved_file_bytes) {
