@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/osc-assistant/assistant/limits"
 )
 
 // crossCheck is phase 4: the rules that need several files, the disk, or Python.
@@ -73,6 +75,9 @@ func trimPathError(err error) string {
 func (k *checker) checkPreludeCompiles(ctx context.Context, py SyntaxChecker, prelude *PerDeployment[string]) {
 	prelude.Each(func(suffix string, dep Deployment, src string) {
 		p := "runtime.python.prelude" + suffix
+		if chars(src) > int(limits.MaxPreludeChars) {
+			return // already an error (rules.go); compiling a source of any length costs memory
+		}
 		se, err := py.CheckSyntax(ctx, src)
 		if err != nil {
 			k.add(p, "prelude could not be compile-checked: %v", err)
