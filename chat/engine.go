@@ -284,7 +284,7 @@ func (e *Engine) Resume(ctx context.Context, t Turn, res *toolresults.Result, si
 		live = append(live, Block{Type: BlockType(b.Type), Text: b.Text, MediaType: b.MediaType, Data: b.Data})
 	}
 	history[len(history)-1] = toolResultMessage(call, live, res.IsError())
-	r := &turn{e: e, t: t, id: id, route: route, history: history, runs: call.RunsBefore + 1, sink: sink}
+	r := &turn{e: e, t: t, id: id, route: route, history: history, runs: call.RunsBefore + 1, mcpCalls: call.MCPCallsBefore, sink: sink}
 	return r.loop(ctx)
 }
 

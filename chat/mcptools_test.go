@@ -11,6 +11,7 @@ import (
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/mcp"
 	"github.com/osc-assistant/assistant/mcp/mcptest"
+	"github.com/osc-assistant/assistant/toolresults"
 )
 
 // mcpEngine is a fake-model engine whose community "kb" has one real MCP server on loopback.
@@ -130,5 +131,37 @@ func TestMCPBudget(t *testing.T) {
 	reqs := api.Requests()
 	if tools, _ := reqs[len(reqs)-1].Body["tools"].([]any); len(tools) != 0 {
 		t.Errorf("a no-tools turn offered %d tools", len(tools))
+	}
+}
+
+// TestMCPBudgetSpansResumes: the knowledge-tool budget is the reply's, so calls made before a
+// browser call was parked count after its result comes back.
+func TestMCPBudgetSpansResumes(t *testing.T) {
+	e, api, c := mcpEngine(t, func(n int, _ chattest.Request) chattest.Reply {
+		switch n {
+		case 0: // a knowledge call and a browser call in one batch: the reply parks
+			return chattest.Reply{ToolUses: []chattest.ToolUse{
+				{ID: "toolu_1", Name: "kb__echo", Input: `{"text":"a"}`},
+				{ID: "toolu_2", Name: "execute_code", Input: `{"code":"print(1)","description":"d"}`},
+			}}
+		case 1: // after the resume: a second knowledge call, past a budget of 1
+			return chattest.Reply{ToolUses: []chattest.ToolUse{{ID: "toolu_3", Name: "kb__echo", Input: `{"text":"b"}`}}}
+		}
+		return chattest.Reply{Text: []string{"Done."}}
+	})
+	c.Extensions.ClientTools = []config.ClientTool{{Name: "execute_code", Runtime: "python"}}
+	c.Runtime = &config.Runtime{Python: &config.PythonRuntime{}}
+	e.MCPCallsPerReply = 1
+	turn := Turn{Community: c, SessionID: "s1", OriginOK: true, Declared: []string{"execute_code"}}
+	if err := e.Chat(t.Context(), turn, "go", &eventSink{}); err != nil {
+		t.Fatal(err)
+	}
+	res := &toolresults.Result{CallID: "toolu_2", Status: "ok", Stdout: "1\n"}
+	if err := e.Resume(t.Context(), turn, res, &eventSink{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := api.Requests()
+	if len(reqs) < 3 || !reqs[2].Contains(msgMCPBudgetSpent) || reqs[2].Contains("echo: b") {
+		t.Errorf("the second knowledge call was run past the reply's budget: %d requests", len(reqs))
 	}
 }

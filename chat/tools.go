@@ -161,7 +161,7 @@ func (r *turn) parkForBrowser(_ context.Context, b *batch, call checkedCall) err
 		b.refuse(call.ID, msgOnlyOne)
 		return nil
 	}
-	b.parked = &store.ParkedCall{CallID: call.ID, Tool: call.Name, Args: call.Args, RequiresPermission: call.RequiresPermission, RunsBefore: r.runs, CreatedAt: r.e.now()}
+	b.parked = &store.ParkedCall{CallID: call.ID, Tool: call.Name, Args: call.Args, RequiresPermission: call.RequiresPermission, RunsBefore: r.runs, MCPCallsBefore: r.mcpCalls, CreatedAt: r.e.now()}
 	return nil
 }
 

@@ -23,7 +23,7 @@ type turn struct {
 	history []Message
 	// runs is how many browser (or server) runs this reply has already made.
 	runs int
-	// mcpCalls is how many MCP tool calls this run has made.
+	// mcpCalls is how many MCP tool calls this reply has made (across its resumes).
 	mcpCalls int
 	sink     Sink
 

@@ -53,9 +53,11 @@ type ParkedCall struct {
 	Tool               string          `json:"tool"`
 	Args               json.RawMessage `json:"args"`
 	RequiresPermission bool            `json:"requires_permission"`
-	// RunsBefore is how many browser results this reply already returned.
-	RunsBefore int       `json:"runs_before"`
-	CreatedAt  time.Time `json:"created_at"`
+	// RunsBefore is how many browser results this reply already returned; MCPCallsBefore how
+	// many knowledge-tool calls it made, so the reply's budgets span its resumes.
+	RunsBefore     int       `json:"runs_before"`
+	MCPCallsBefore int       `json:"mcp_calls_before,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
 	// Carry is opaque data the caller keeps with the call until it is claimed or abandoned
 	// (the chat keeps the batch's other tool results and the reply's citations here).
 	Carry json.RawMessage `json:"carry,omitempty"`
