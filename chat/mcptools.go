@@ -82,5 +82,5 @@ func renderMCP(name, text string, isError bool) string {
 	if isError {
 		res.Status = toolresults.StatusError
 	}
-	return res.Text()
+	return res.TextUnder(toolresults.KnowledgeHeader)
 }
