@@ -2,37 +2,20 @@ package runtimelock
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	goldenfile "github.com/osc-assistant/assistant/tests/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
-// golden compares got with testdata/<name>, or rewrites the file under -update.
+// golden compares got with testdata/<name>, or rewrites the file under -update (tests/golden).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", filepath.FromSlash(name))
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", p, diff)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", filepath.FromSlash(name)), got)
 }
 
 // TestDecodeGolden decodes every testdata/overlay/*.json. An accepted overlay's golden file is
