@@ -183,17 +183,13 @@ ensure_deb_src() {
 	fi
 }
 
-# fetch_orig SRCPKG FILE SHA256 puts FILE (a source package's orig tarball, pinned by sha256)
-# into the download cache, fetching only that file with apt's own downloader.
-fetch_orig() {
-	local srcpkg=$1 file=$2 sha=$3 dest="$CACHE_ROOT/downloads/$2" uri tmp
-	if [[ -f $dest ]] && echo "$sha  $dest" | sha256sum -c --status; then
-		return 0
-	fi
-	ensure_deb_src
-	uri=$(cd "$CACHE_ROOT/downloads" && apt-get source --print-uris -qq "$srcpkg" 2>/dev/null |
-		awk -v f="$file" '$2 == f { gsub("\047", "", $1); print $1 }')
-	[[ -n $uri ]] || die "apt-get source $srcpkg no longer offers $file; update the pins in $SCRIPT_PATH"
+# cached FILE SHA256 succeeds when the download cache holds FILE with that sha256.
+cached() { [[ -f $CACHE_ROOT/downloads/$1 ]] && echo "$2  $CACHE_ROOT/downloads/$1" | sha256sum -c --status; }
+
+# download URI FILE SHA256 fetches URI into the download cache as FILE with apt's own
+# downloader, which checks the sha256.
+download() {
+	local uri=$1 file=$2 sha=$3 dest="$CACHE_ROOT/downloads/$2" tmp
 	log "downloading $file"
 	# A directory apt's downloader can write to after it drops root (the cache, under $HOME,
 	# may not be reachable for its _apt user).
@@ -206,29 +202,31 @@ fetch_orig() {
 	rm -rf "$tmp"
 }
 
+# fetch_orig SRCPKG FILE SHA256 puts FILE (a source package's orig tarball, pinned by sha256)
+# into the download cache, fetching only that file.
+fetch_orig() {
+	local srcpkg=$1 file=$2 sha=$3 uri
+	cached "$file" "$sha" && return 0
+	ensure_deb_src
+	uri=$(cd "$CACHE_ROOT/downloads" && apt-get source --print-uris -qq "$srcpkg" 2>/dev/null |
+		awk -v f="$file" '$2 == f { gsub("\047", "", $1); print $1 }')
+	[[ -n $uri ]] || die "apt-get source $srcpkg no longer offers $file; update the pins in $SCRIPT_PATH"
+	download "$uri" "$file" "$sha"
+}
+
 # fetch_deb NAME VERSION SHA256 puts a Debian binary package (pinned by version and sha256) into
 # the download cache.
 fetch_deb() {
-	local name=$1 version=$2 sha=$3 file dest uri tmp
+	local name=$1 version=$2 sha=$3 file uri
 	file="${name}_${version//:/%3a}_all.deb"
-	dest="$CACHE_ROOT/downloads/$file"
-	if [[ -f $dest ]] && echo "$sha  $dest" | sha256sum -c --status; then
-		return 0
-	fi
+	cached "$file" "$sha" && return 0
 	uri=$(apt-get download --print-uris -qq "$name=$version" 2>/dev/null | awk '{ gsub("\047", "", $1); print $1 }' | head -n1)
 	if [[ -z $uri ]]; then
 		as_root apt-get update -qq >&2
 		uri=$(apt-get download --print-uris -qq "$name=$version" 2>/dev/null | awk '{ gsub("\047", "", $1); print $1 }' | head -n1)
 	fi
 	[[ -n $uri ]] || die "apt no longer offers $name $version; update the pins in $SCRIPT_PATH"
-	log "downloading $file"
-	tmp=$(mktemp -d "${TMPDIR:-/tmp}/assistant-engine-dl.XXXXXX")
-	chmod 0755 "$tmp"
-	if [[ $(id -u) == 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$tmp"; fi
-	/usr/lib/apt/apt-helper download-file "$uri" "$tmp/$file" "SHA256:$sha" >&2
-	mv "$tmp/$file" "$dest.tmp"
-	mv "$dest.tmp" "$dest"
-	rm -rf "$tmp"
+	download "$uri" "$file" "$sha"
 }
 
 # phase NAME FUNC runs FUNC in a subshell with its output in $WORK/logs/NAME.log, once: a
