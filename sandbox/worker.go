@@ -11,13 +11,17 @@ import (
 	"time"
 )
 
+// workerStopGrace bounds how long ServeWorker waits, when it returns, for its run to end.
+const workerStopGrace = 2 * time.Second
+
 // ServeWorker is the worker side of a Pool (the `assistant sandbox-worker` command): it says
 // hello on out, then runs every request read from in with e, one at a time, and writes each
 // outcome to out, in the framed protocol described in protocol.go.
 //
-// It returns nil when in ends (the pool closed the pipe, or the server died), at once, even
-// if a run is still going (a loop inside C in fast mode): the caller should then exit the
-// process, which ends that run too. It returns an error when in or out breaks or a frame is
+// It returns nil when in ends (the pool closed the pipe, or the server died), after cancelling
+// a run still going and waiting up to workerStopGrace for it; a run that does not see its
+// context (a loop inside C in fast mode) is left, and the caller should then exit the process,
+// which ends it too. It returns an error when in or out breaks or a frame is
 // malformed, and after a panic in a run (the engine may be damaged; the pool starts a new
 // worker). ctx bounds nothing but the runs' own contexts; a worker is meant to outlive a
 // SIGINT sent to the server's process group until the server closes it.
@@ -65,7 +69,17 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 		// cancelRun cancels the current run; a no-op when there is none.
 		cancelRun = context.CancelFunc(func() {})
 	)
-	defer func() { cancelRun() }()
+	defer func() {
+		cancelRun()
+		if busy {
+			// Let a cancelled run end before the engine is closed under it (a run that cannot
+			// see its context, a loop inside C in fast mode, is left: the process exits).
+			select {
+			case <-finished:
+			case <-time.After(workerStopGrace):
+			}
+		}
+	}()
 	for {
 		select {
 		case r := <-frames:
