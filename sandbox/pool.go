@@ -99,6 +99,10 @@ type PoolStats struct {
 	Killed     int64 // workers killed because a run overstayed its deadline by the grace
 	Crashed    int64 // workers that ended on their own
 	Overloaded int64 // runs refused with *OverloadError
+	// Sessions and SessionMemory are the live session interpreters of the live workers and
+	// their linear memory, as each worker last reported.
+	Sessions      int
+	SessionMemory int64
 }
 
 // A Pool runs requests in worker processes of the assistant binary (`assistant
@@ -142,6 +146,8 @@ type worker struct {
 	exitErr error // cmd.Wait's error (valid once exited is closed)
 	killed  atomic.Bool
 	python  string // the engine's CPython version, from the hello
+	// sessions is what the worker last reported of its live interpreters.
+	sessions atomic.Pointer[sessionStats]
 }
 
 // NewPool starts opts.Workers worker processes and returns once every one of them has loaded
@@ -343,7 +349,16 @@ func (p *Pool) acquireWorker(ctx context.Context, w *worker) (*worker, error) {
 func (p *Pool) Stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var sessions int
+	var memory int64
+	for w := range p.live {
+		if st := w.sessions.Load(); st != nil {
+			sessions += st.Live
+			memory += st.Memory
+		}
+	}
 	return PoolStats{
+		Sessions: sessions, SessionMemory: memory,
 		Workers:    p.opts.Workers,
 		Live:       len(p.live),
 		Idle:       len(p.idle),
@@ -478,6 +493,9 @@ func (p *Pool) runOn(ctx context.Context, w *worker, req Request) (res Result, s
 					return Result{}, false, errors.New("sandbox: the Python worker ended before it started the run")
 				}
 				return Result{}, true, &WorkerLostError{}
+			}
+			if f.Sessions != nil {
+				w.sessions.Store(f.Sessions)
 			}
 			if f.ID != id {
 				continue // a late answer to a run its caller gave up on

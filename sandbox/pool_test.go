@@ -642,6 +642,9 @@ func TestPoolSessions(t *testing.T) {
 			t.Errorf("a, run %d: %q %q", i, res.Stdout, res.Stderr)
 		}
 	}
+	if st := p.Stats(); st.Sessions != 7 || st.SessionMemory <= 0 {
+		t.Errorf("Stats: %d sessions, %d bytes; want 7 live interpreters", st.Sessions, st.SessionMemory)
+	}
 	p.mu.Lock()
 	w := p.affinity["a"]
 	p.mu.Unlock()

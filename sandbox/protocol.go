@@ -54,6 +54,14 @@ type frame struct {
 	Result  *Result  `json:"result,omitempty"`
 	Error   string   `json:"error,omitempty"`
 	Hello   *hello   `json:"hello,omitempty"`
+	// Sessions is the worker's live interpreters after a run (with a result or an error).
+	Sessions *sessionStats `json:"sessions,omitempty"`
+}
+
+// sessionStats counts a worker's live session interpreters and their linear memory.
+type sessionStats struct {
+	Live   int   `json:"live"`
+	Memory int64 `json:"memory"`
 }
 
 // hello is what a worker says once its engine is loaded.

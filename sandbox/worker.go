@@ -142,6 +142,8 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 			if d.err != nil {
 				reply = &frame{Type: frameError, ID: d.id, Error: d.err.Error()}
 			}
+			live, mem := sessions.Stats()
+			reply.Sessions = &sessionStats{Live: live, Memory: mem}
 			if err := writeFrame(out, reply); err != nil {
 				return fmt.Errorf("sandbox worker: writing: %w", err)
 			}

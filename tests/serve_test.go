@@ -302,4 +302,13 @@ func TestServerFallbackSessionThroughWorkers(t *testing.T) {
 			t.Errorf("run %d:\n%s", i, s)
 		}
 	}
+	resp, err := http.Get(p.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(m), "\nassistant_python_sessions_live 1\n") {
+		t.Errorf("/metrics does not count the live session interpreter")
+	}
 }

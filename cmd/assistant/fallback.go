@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/sandbox"
 	"github.com/osc-assistant/assistant/toolresults"
@@ -24,6 +26,22 @@ type toolRunner struct {
 	// inSession, when set, runs a session's code in its live interpreter (in-process runs);
 	// without it every run gets a fresh one (the worker pool, for now).
 	inSession func(ctx context.Context, key string, req sandbox.Request) (sandbox.Result, error)
+	// sessionStats reports the live session interpreters and their memory (nil without them).
+	sessionStats func() (live int, memory int64)
+}
+
+// collectors are the runner's metrics: its live session interpreters and their memory.
+func (r *toolRunner) collectors() []prometheus.Collector {
+	if r == nil || r.sessionStats == nil {
+		return nil
+	}
+	stat := r.sessionStats
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "assistant_python_sessions_live",
+			Help: "Live server-side Python interpreters of chat sessions."}, func() float64 { n, _ := stat(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "assistant_python_sessions_memory_bytes",
+			Help: "Linear memory held by the live session interpreters."}, func() float64 { _, m := stat(); return float64(m) }),
+	}
 }
 
 // ToolNote is the line the chat adds to a tool that runs on the server: what its Python has.
@@ -89,6 +107,7 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		r.inSession = func(ctx context.Context, key string, req sandbox.Request) (sandbox.Result, error) {
 			return lim.RunIn(ctx, ss, key, req)
 		}
+		r.sessionStats = ss.Stats
 		stop := make(chan struct{})
 		go func() {
 			t := time.NewTicker(max(s.sessionIdle/4, time.Second))
@@ -135,6 +154,7 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 			req.Session = key
 			return pool.Run(ctx, req)
 		}
+		r.sessionStats = func() (int, int64) { st := pool.Stats(); return st.Sessions, st.SessionMemory }
 	}
 	return r, func() { _ = pool.Close() }, nil
 }

@@ -239,6 +239,10 @@ func TestServerFallbackSession(t *testing.T) {
 			if c, _ := evs[len(evs)-1]["content"].(string); !strings.Contains(c, "False") {
 				t.Errorf("another session: %q", c)
 			}
+			metrics := string(readAll(t, ts.do(t, "GET", "/metrics", nil)))
+			if live := tc.idle != "0"; live != strings.Contains(metrics, "\nassistant_python_sessions_live 2\n") {
+				t.Errorf("with idle=%s, /metrics:\n%s", tc.idle, grepLines(metrics, "assistant_python_sessions"))
+			}
 		})
 	}
 }

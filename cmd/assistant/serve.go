@@ -278,7 +278,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		Engine:      engine,
 		Artifacts:   st,
 		Limiter:     st,
-		Collectors:  []prometheus.Collector{spent, mcps},
+		Collectors:  append([]prometheus.Collector{spent, mcps}, runner.collectors()...),
 	})
 	if err != nil {
 		return nil, nil, err
