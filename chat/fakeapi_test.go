@@ -3,25 +3,21 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/osc-assistant/assistant/tests/golden"
 )
 
 // The fake model APIs below speak each provider's real streaming wire format, and the tests
 // point the real SDK clients at them, so a test fails if either the adapter or the SDK's
 // view of the wire changes.
-
-var updateProviders = flag.Bool("update-providers", false, "rewrite the golden files in testdata/providers")
 
 // end says how a fake reply finishes after its frames.
 type end int
@@ -180,27 +176,10 @@ func goldenRequest(t *testing.T, r recorded, headers ...string) []byte {
 	return append(out, '\n')
 }
 
-// checkGolden compares got with testdata/providers/name, or rewrites the file under
-// -update-providers.
+// checkGolden compares got with testdata/providers/name, or rewrites the file under -update.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "providers", name)
-	if *updateProviders {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./chat -update-providers to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "providers", name), got)
 }
 
 // collect returns an emit func that appends every event to *got.

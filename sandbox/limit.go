@@ -162,6 +162,11 @@ func NewLimited(e *Engine, opts LimitedOptions) *Limited {
 // returns an *OverloadError, at once, when the queue is full, and ctx's error when ctx ends
 // while the run waits.
 func (l *Limited) Run(ctx context.Context, req Request) (Result, error) {
+	return l.admit(ctx, func() (Result, error) { return l.e.Run(ctx, req) })
+}
+
+// admit waits for a place, runs run in it and frees the place.
+func (l *Limited) admit(ctx context.Context, run func() (Result, error)) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
@@ -170,7 +175,7 @@ func (l *Limited) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	defer release()
-	return l.e.Run(ctx, req)
+	return run()
 }
 
 // Concurrency returns how many runs may go at once.
@@ -178,13 +183,5 @@ func (l *Limited) Concurrency() int { return l.lim.n }
 
 // RunIn waits for a place like Run and then runs req in key's live session of ss.
 func (l *Limited) RunIn(ctx context.Context, ss *Sessions, key string, req Request) (Result, error) {
-	if err := ctx.Err(); err != nil {
-		return Result{}, err
-	}
-	release, err := l.lim.acquire(ctx, nil, nil)
-	if err != nil {
-		return Result{}, err
-	}
-	defer release()
-	return ss.Run(ctx, key, req)
+	return l.admit(ctx, func() (Result, error) { return ss.Run(ctx, key, req) })
 }

@@ -273,12 +273,17 @@ func (p *Pool) acquireForSession(ctx context.Context, req *Request) (*worker, er
 		p.affinity = map[string]*worker{}
 	}
 	if len(p.affinity) >= maxAffinity {
-		for k, x := range p.affinity {
-			if !x.alive() || len(p.affinity) >= maxAffinity {
+		for k, x := range p.affinity { // the sessions of dead workers first
+			if !x.alive() {
 				delete(p.affinity, k)
 			}
-			if len(p.affinity) < maxAffinity/2 {
-				break
+		}
+		if len(p.affinity) >= maxAffinity {
+			for k := range p.affinity { // then any, down to half, so this runs rarely
+				if len(p.affinity) < maxAffinity/2 {
+					break
+				}
+				delete(p.affinity, k)
 			}
 		}
 	}
@@ -315,34 +320,47 @@ func (p *Pool) acquireWorker(ctx context.Context, w *worker) (*worker, error) {
 	p.wanted[w] = append(p.wanted[w], ch)
 	p.mu.Unlock()
 
+	got, err := p.await(ctx, ch, func() (queued bool) {
+		p.wanted[w], queued = dropChan(p.wanted[w], ch)
+		return queued
+	})
+	if err == nil && got == nil {
+		return nil, errWorkerGone // it ended while we waited
+	}
+	return got, err
+}
+
+// await waits on ch for a worker (nil: the one waited for ended), ctx or the pool's close. On
+// giving up it takes ch off its queue with withdraw (called under p.mu); when ch was no longer
+// queued a worker was already sent, and it is passed on.
+func (p *Pool) await(ctx context.Context, ch chan *worker, withdraw func() bool) (*worker, error) {
 	var err error
 	select {
-	case got := <-ch:
-		if got == nil {
-			return nil, errWorkerGone
-		}
-		return got, nil
+	case w := <-ch:
+		return w, nil
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-p.done:
 		err = ErrPoolClosed
 	}
 	p.mu.Lock()
-	queued := false
-	for i, c := range p.wanted[w] {
-		if c == ch {
-			p.wanted[w] = append(p.wanted[w][:i], p.wanted[w][i+1:]...)
-			queued = true
-			break
-		}
-	}
+	queued := withdraw()
 	p.mu.Unlock()
-	if !queued { // handed over (or told it ended) as we gave up
-		if got := <-ch; got != nil {
-			p.release(got)
+	if !queued {
+		if w := <-ch; w != nil {
+			p.release(w)
 		}
 	}
 	return nil, err
+}
+
+// dropChan removes ch from q and reports whether it was there.
+func dropChan(q []chan *worker, ch chan *worker) ([]chan *worker, bool) {
+	i := slices.Index(q, ch)
+	if i < 0 {
+		return q, false
+	}
+	return slices.Delete(q, i, i+1), true
 }
 
 // Stats returns a snapshot of the pool.
@@ -412,30 +430,10 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 	ch := make(chan *worker, 1)
 	p.waiters = append(p.waiters, ch)
 	p.mu.Unlock()
-
-	var err error
-	select {
-	case w := <-ch:
-		return w, nil
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-p.done:
-		err = ErrPoolClosed
-	}
-	p.mu.Lock()
-	queued := false
-	for i, c := range p.waiters {
-		if c == ch {
-			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
-			queued = true
-			break
-		}
-	}
-	p.mu.Unlock()
-	if !queued { // a worker was handed over as we gave up: pass it on
-		p.release(<-ch)
-	}
-	return nil, err
+	return p.await(ctx, ch, func() (queued bool) {
+		p.waiters, queued = dropChan(p.waiters, ch)
+		return queued
+	})
 }
 
 // release makes w available again: to the first waiting run, else to the idle list.

@@ -309,21 +309,7 @@ func TestPoolRunaways(t *testing.T) {
 
 func TestPoolReplacesKilledWorker(t *testing.T) {
 	p := newTestPool(t, PoolOptions{Workers: 1})
-	kill := func() int {
-		t.Helper()
-		pids := p.pids()
-		if len(pids) != 1 {
-			t.Fatalf("live workers %v, want 1", pids)
-		}
-		proc, err := os.FindProcess(pids[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := proc.Kill(); err != nil { // SIGKILL
-			t.Fatal(err)
-		}
-		return pids[0]
-	}
+	kill := func() int { return killOnlyWorker(t, p) }
 	ok := func() {
 		t.Helper()
 		res, err := p.Run(context.Background(), Request{Source: "print(1)", Timeout: 10 * time.Second})
@@ -375,19 +361,9 @@ func TestPoolWorkerLostMidRun(t *testing.T) {
 		_, err := p.Run(context.Background(), waitingRequest(url))
 		errc <- err
 	}()
-	<-arrived // the program is running: it waits in its fetch
-	pids := p.pids()
-	if len(pids) != 1 {
-		t.Fatalf("live workers %v, want 1", pids)
-	}
-	proc, err := os.FindProcess(pids[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Kill(); err != nil { // SIGKILL, as the kernel's OOM killer would
-		t.Fatal(err)
-	}
-	err = <-errc
+	<-arrived                   // the program is running: it waits in its fetch
+	pid := killOnlyWorker(t, p) // as the kernel's OOM killer would
+	err := <-errc
 	var lost *WorkerLostError
 	if !errors.As(err, &lost) {
 		t.Fatalf("the killed run: err = %v (%T), want *WorkerLostError", err, err)
@@ -398,9 +374,9 @@ func TestPoolWorkerLostMidRun(t *testing.T) {
 	}
 	if strings.ContainsAny(text, "0123456789") || strings.Contains(strings.ToLower(text), "signal") ||
 		strings.Contains(text, "killed") || strings.Contains(text, "/") {
-		t.Errorf("error %q names host details (worker %d)", text, pids[0])
+		t.Errorf("error %q names host details (worker %d)", text, pid)
 	}
-	want := fmt.Sprintf("pid=%d", pids[0])
+	want := fmt.Sprintf("pid=%d", pid)
 	waitFor(t, "the pool to log the lost worker", 10*time.Second, func() bool {
 		return strings.Contains(logs.String(), "python worker ended during a run") && strings.Contains(logs.String(), want)
 	})
@@ -656,4 +632,21 @@ func TestPoolSessions(t *testing.T) {
 	if res.Stdout != "False\n" || !strings.HasPrefix(res.Stderr, MsgRestarted) {
 		t.Errorf("a after its worker was killed: %q %q", res.Stdout, res.Stderr)
 	}
+}
+
+// killOnlyWorker sends SIGKILL to the pool's one live worker and returns its pid.
+func killOnlyWorker(t *testing.T, p *Pool) int {
+	t.Helper()
+	pids := p.pids()
+	if len(pids) != 1 {
+		t.Fatalf("live workers %v, want 1", pids)
+	}
+	proc, err := os.FindProcess(pids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	return pids[0]
 }
