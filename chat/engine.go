@@ -183,10 +183,7 @@ func (e *Engine) Chat(ctx context.Context, t Turn, message string, sink Sink) er
 		return err
 	}
 	defer unlock()
-	if _, _, err := e.Store.EnsureSession(ctx, c, id); err != nil {
-		return err
-	}
-	sess, err := e.Store.Session(ctx, c, id)
+	sess, _, err := e.Store.EnsureSession(ctx, c, id)
 	if err != nil {
 		return err
 	}

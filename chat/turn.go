@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -247,20 +248,25 @@ func (r *turn) park(ctx context.Context, b *batch) error {
 		}
 		call.Carry = carry
 	}
-	// A different call still parked is replaced; it is closed before the new tool_use is
-	// written, so each tool_use is followed by its own result.
-	if old, ok, err := r.e.Store.Parked(ctx, c, id); err == nil && ok {
-		if _, err := r.e.closeCall(ctx, c, id, old, msgReplaced); err != nil {
-			return r.fail(msgParkFailed)
-		}
-	}
 	msg, err := marshalMsg(b.assistant)
 	if err != nil {
 		return r.fail(msgParkFailed)
 	}
 	// The assistant message and the parked call are written in one step: if it fails, neither
 	// or both are there (a lost reply), and in the second case the next message closes the call.
-	if err := r.e.Store.Park(ctx, c, id, call, msg); err != nil {
+	err = r.e.Store.Park(ctx, c, id, call, msg)
+	if errors.Is(err, store.ErrAlreadyParked) {
+		// A different call still parked is replaced: it is closed first, so each tool_use is
+		// followed by its own result. (Under the turn lock this does not happen: a turn closes
+		// or claims the parked call before it runs.)
+		if old, ok, perr := r.e.Store.Parked(ctx, c, id); perr == nil && ok {
+			if _, cerr := r.e.closeCall(ctx, c, id, old, msgReplaced); cerr != nil {
+				return r.fail(msgParkFailed)
+			}
+		}
+		err = r.e.Store.Park(ctx, c, id, call, msg)
+	}
+	if err != nil {
 		r.e.log().Warn("parking a browser call failed", slog.String("community", c), slog.Any("error", err))
 		return r.fail(msgParkFailed)
 	}

@@ -421,7 +421,13 @@ sys.exit(_run())
 `
 
 // sessionDriver is runDriver serving a live session's runs (_serve) instead of one.
-var sessionDriver = strings.Replace(runDriver, "\nsys.exit(_run())\n", "\nsys.exit(_serve())\n", 1)
+var sessionDriver = func() string {
+	d := strings.Replace(runDriver, "\nsys.exit(_run())\n", "\nsys.exit(_serve())\n", 1)
+	if d == runDriver {
+		panic("sandbox: the run driver no longer ends with sys.exit(_run())")
+	}
+	return d
+}()
 
 // Run runs req.Source in a fresh instance and reports how it ended. The error is non-nil only
 // when the run could not be judged: ctx ended first (its error is returned), or the engine

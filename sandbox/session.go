@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,8 +32,10 @@ const MsgRestarted = "[runtime] The server's Python was restarted; names defined
 type Session struct {
 	e *Engine
 
-	mu      sync.Mutex // serialises runs
-	live    *liveInstance
+	mu sync.Mutex // serialises runs
+	// live is the current interpreter, written under mu and read without it (Live, Memory),
+	// so a Sessions can size its sessions while they run.
+	live    atomic.Pointer[liveInstance]
 	ended   bool // an earlier instance of this session ended: the next run says so
 	closed  bool
 	lastRun atomic.Int64 // unix ms of the last run's end, for idle expiry
@@ -40,16 +43,14 @@ type Session struct {
 
 // liveInstance is one running interpreter of a session.
 type liveInstance struct {
-	key     string // the policy it was started with
-	stdin   *io.PipeWriter
-	stdout  *switchWriter
-	stderr  *switchWriter
-	hp      *atomic.Pointer[osaHost]
-	alloc   atomic.Pointer[allocator]
-	cancel  context.CancelCauseFunc
-	ended   chan outcome // receives the instance's outcome when it ends
-	policy  *runPolicy
-	started time.Time
+	key    string // the policy it was started with
+	stdin  *io.PipeWriter
+	stdout *switchWriter
+	stderr *switchWriter
+	alloc  atomic.Pointer[allocator]
+	cancel context.CancelCauseFunc
+	ended  chan outcome // receives the instance's outcome when it ends
+	policy *runPolicy
 }
 
 // NewSession returns a session with no interpreter yet; its first run starts one.
@@ -61,7 +62,6 @@ var errSessionIdle = errors.New("sandbox: session idle")
 // policyKey identifies what an interpreter was started with: a run with another policy needs a
 // new one.
 func policyKey(req Request) string {
-	req.Session, req.SessionRestarted = "", false
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d\x00%s\x00%q\x00%d\x00%t\x00%d", len(req.Prelude), req.Prelude, req.FetchAllow, req.MemoryBytes, req.AllowLoopback, len(req.Wheels))
 	for _, w := range req.Wheels {
@@ -72,6 +72,7 @@ func policyKey(req Request) string {
 	for n, d := range req.Data {
 		names = append(names, fmt.Sprintf("%s:%d", n, len(d)))
 	}
+	slices.Sort(names) // map order must not change the key
 	fmt.Fprintf(&b, "\x00%q", names)
 	return b.String()
 }
@@ -92,19 +93,20 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 		timeout = time.Duration(limits.Runtime.ExecSeconds.Default) * time.Second
 	}
 	key := policyKey(req)
-	if s.live != nil && s.live.key != key {
+	if cur := s.live.Load(); cur != nil && cur.key != key {
 		s.stop(nil) // the policy changed: a new interpreter, without the restart line
 	}
 	restarted := false
 	prelude := ""
-	if s.live == nil {
+	if s.live.Load() == nil {
 		live, err := s.start(req, key)
 		if err != nil {
 			return Result{}, err
 		}
-		s.live, restarted, prelude = live, s.ended, req.Prelude
+		s.live.Store(live)
+		restarted, prelude = s.ended, req.Prelude
 	}
-	live := s.live
+	live := s.live.Load()
 
 	stdout := newClipWriter(orDefault(req.StdoutChars, int(limits.MaxStdoutChars)))
 	stderr := newClipWriter(orDefault(req.StderrChars, int(limits.MaxStderrChars)))
@@ -117,7 +119,7 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 	defer cancel()
 	// A fresh host for every run: its own phases, report, saved files and deadline.
 	host := &osaHost{ctx: runCtx, egress: live.policy.host.egress, done: make(chan int, 1)}
-	live.hp.Store(host)
+	live.policy.hp.Store(host)
 
 	start := time.Now()
 	// One write: the pipe blocks until the interpreter has read it all (it fails once the
@@ -147,7 +149,8 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 		if o.memCap && memoryError(host.reported()) {
 			res.Status = StatusOOM
 		}
-		s.live, s.ended = nil, true
+		s.live.Store(nil)
+		s.ended = true
 	case <-runCtx.Done():
 		if err := ctx.Err(); err != nil {
 			s.stop(err) // the caller gave up: the run is not judged
@@ -188,7 +191,7 @@ func (s *Session) start(req Request, key string) (*liveInstance, error) {
 	}
 	inR, inW := io.Pipe()
 	live := &liveInstance{key: key, stdin: inW, stdout: &switchWriter{w: io.Discard}, stderr: &switchWriter{w: io.Discard},
-		hp: policy.hp, cancel: cancel, ended: make(chan outcome, 1), policy: policy, started: time.Now()}
+		cancel: cancel, ended: make(chan outcome, 1), policy: policy}
 	mem := uint64(max(req.MemoryBytes, 0))
 	if mem != 0 && mem < minMemoryBytes {
 		mem = minMemoryBytes
@@ -218,41 +221,36 @@ const stopGrace = 2 * time.Second
 
 // stop ends the current interpreter and waits for it (at most stopGrace). The caller holds s.mu.
 func (s *Session) stop(cause error) {
-	if s.live == nil {
+	live := s.live.Load()
+	if live == nil {
 		return
 	}
 	if cause == nil {
 		cause = context.Canceled
 	}
-	s.live.cancel(cause)
-	_ = s.live.stdin.Close()
+	live.cancel(cause)
+	_ = live.stdin.Close()
 	select {
-	case <-s.live.ended:
+	case <-live.ended:
 	case <-time.After(stopGrace):
 		s.e.log.Warn("a session's interpreter did not stop in time; its goroutine is left to end")
 	}
-	s.live = nil
+	s.live.Store(nil)
 }
 
 // idleFor is how long ago the last run ended.
 func (s *Session) idleFor() time.Duration { return time.Since(time.UnixMilli(s.lastRun.Load())) }
 
-// Live reports whether the session has an interpreter now.
-func (s *Session) Live() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.live != nil
-}
+// Live reports whether the session has an interpreter now. It does not wait for a run.
+func (s *Session) Live() bool { return s.live.Load() != nil }
 
-// Memory is the linear memory the session's interpreter holds now, in bytes (0 without one).
+// Memory is the linear memory the session's interpreter holds now, in bytes (0 without one). It
+// does not wait for a run.
 func (s *Session) Memory() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.live == nil {
-		return 0
-	}
-	if a := s.live.alloc.Load(); a != nil {
-		return int64(a.peak())
+	if live := s.live.Load(); live != nil {
+		if a := live.alloc.Load(); a != nil {
+			return int64(a.peak())
+		}
 	}
 	return 0
 }
@@ -264,7 +262,7 @@ func (s *Session) ExpireIdle(idle time.Duration) bool {
 		return false // a run is in progress
 	}
 	defer s.mu.Unlock()
-	if s.live == nil || time.Since(time.UnixMilli(s.lastRun.Load())) < idle {
+	if s.live.Load() == nil || s.idleFor() < idle {
 		return false
 	}
 	s.stop(errSessionIdle)
@@ -277,7 +275,7 @@ func (s *Session) ExpireIdle(idle time.Duration) bool {
 func (s *Session) Evict() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.live != nil {
+	if s.live.Load() != nil {
 		s.stop(nil)
 		s.ended = true
 	}

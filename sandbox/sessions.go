@@ -71,29 +71,33 @@ func (ss *Sessions) Run(ctx context.Context, key string, req Request) (Result, e
 // makeRoom ends the least recently used interpreters other than keep while there are too many
 // or they hold too much memory.
 func (ss *Sessions) makeRoom(keep *Session) {
+	type sized struct {
+		s   *Session
+		mem int64
+	}
 	ss.mu.Lock()
-	var live []*Session
+	var live []sized
 	var mem int64
 	for el := ss.lru.Front(); el != nil; el = el.Next() {
 		s := el.Value.(*sessionEntry).s
 		if s.Live() {
-			live = append(live, s)
-			mem += s.Memory()
+			m := s.Memory()
+			live = append(live, sized{s, m})
+			mem += m
 		}
 	}
 	ss.mu.Unlock()
 	n := len(live)
-	for _, s := range live {
+	for _, l := range live {
 		if n <= ss.opts.MaxLive && mem <= ss.opts.MaxMemory {
 			return
 		}
-		if s == keep {
+		if l.s == keep {
 			continue
 		}
-		m := s.Memory()
-		s.Evict()
+		l.s.Evict()
 		n--
-		mem -= m
+		mem -= l.mem
 	}
 }
 

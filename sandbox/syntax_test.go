@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestCheckSyntaxOneInterpreter: an engine's compile checks share one long-lived interpreter,
@@ -49,19 +51,22 @@ func TestCheckSyntaxOneInterpreter(t *testing.T) {
 		t.Errorf("%d interpreters started for 80 checks, want 1", e.syntax.starts)
 	}
 
-	// An answer from memory does not wait behind a check in progress, nor past its deadline.
-	big := strings.Repeat("x = ["+strings.Repeat("1, ", 2000)+"]\n", 50)
-	started := make(chan struct{})
-	go func() {
-		close(started)
-		_, _ = e.CheckSyntax(ctx, big)
-	}()
-	<-started
-	if got, err := e.CheckSyntax(ctx, "x0 = 0\nawait f()\n"); err != nil || got != nil {
-		t.Errorf("a remembered answer while another check runs: %+v, %v", got, err)
+	// While the interpreter is taken (as by a check in progress), an answer from memory does not
+	// wait for it, and a new source gives up at its caller's deadline.
+	<-e.syntax.slot
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	remembered, rerr := e.CheckSyntax(short, "x0 = 0\nawait f()\n")
+	_, nerr := e.CheckSyntax(short, "fresh = 1\n")
+	cancel()
+	e.syntax.slot <- struct{}{}
+	if remembered != nil || rerr != nil {
+		t.Errorf("a remembered answer while the interpreter is taken: %+v, %v", remembered, rerr)
+	}
+	if !errors.Is(nerr, context.DeadlineExceeded) {
+		t.Errorf("a new source while the interpreter is taken: %v, want the caller's deadline", nerr)
 	}
 
-	// A source the compiler cannot take is an answer, not the end of the interpreter.
+	// A source the compiler cannot take is an answer, and the next check works.
 	got, err := e.CheckSyntax(ctx, strings.Repeat("(", 100000)+"1"+strings.Repeat(")", 100000))
 	if err != nil || got == nil || got.Line != 0 || !strings.Contains(got.Msg, "too complex to parse") {
 		t.Errorf("deep nesting: %+v, %v", got, err)
