@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -84,7 +85,9 @@ type Engine struct {
 	maxMem   uint64          // bytes
 	base     wazero.ModuleConfig
 	mode     Mode
-	syntax   checker // the long-lived compile-check interpreter (syntax.go)
+	syntax   checker   // the long-lived compile-check interpreter (syntax.go)
+	cacheDir string    // where snapshots are kept on disk ("" for memory only)
+	snaps    snapshots // the image session interpreters start from (snapshot.go)
 }
 
 // New loads the engine in opts.Dir: it checks python.wasm against the build's SHA256SUMS,
@@ -149,6 +152,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		libGuest: guestHome + "/lib/" + filepath.Base(libs[0]),
 		maxMem:   uint64(pages) * PageSize,
 		mode:     opts.Mode,
+		cacheDir: opts.CacheDir,
 	}
 	// os.Root keeps every path inside the directory; ReadFS refuses opens for writing (EROFS)
 	// rather than failing later at the first write.
@@ -183,6 +187,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("sandbox: instantiating WASI: %w", err)
+	}
+	if err := e.instantiateHost(ctx); err != nil {
+		_ = e.Close(ctx)
+		return nil, fmt.Errorf("sandbox: instantiating the host module: %w", err)
 	}
 	start := time.Now()
 	e.compiled, err = e.rt.CompileModule(ctx, wasm)
@@ -254,6 +262,7 @@ type instance struct {
 	memLimit uint64     // bytes; 0 = the engine's cap
 	scratch  *scratchFS // nil = no /tmp
 	mounts   []mount    // more file systems: the run's policy (osa.go)
+	snap     *snapshot  // when set, the instance starts from this image (snapshot.go)
 }
 
 func stdinOf(in instance) io.Reader {
@@ -297,9 +306,15 @@ func (e *Engine) run(ctx context.Context, in instance) outcome {
 		WithStdin(stdinOf(in)).
 		WithFSConfig(fsc)
 	cfg = withDeadlineHooks(ctx, e.mode, cfg, in.stdout, in.stderr) // stdout, stderr, sleep, yield
-	mod, err := e.rt.InstantiateModule(ctx, e.compiled, cfg)
-	if mod != nil {
-		_ = mod.Close(ctx)
+	var err error
+	if in.snap != nil {
+		err = e.instantiateFrom(ctx, in.snap, cfg)
+	} else {
+		var mod api.Module
+		mod, err = e.rt.InstantiateModule(ctx, e.compiled, cfg)
+		if mod != nil {
+			_ = mod.Close(ctx)
+		}
 	}
 	o := outcome{err: err, memPeak: alloc.peak(), memLimit: limit, memCap: alloc.hitCap()}
 	var exit *wsys.ExitError

@@ -10,9 +10,10 @@ import (
 // TestPackagesStayInTheSandbox: the engine's native packages keep the sandbox's promises. A
 // database file can only be made in the scratch directory, SQLite's memory counts toward the
 // run's cap, a query that never ends is stopped by the deadline, and a decompression bomb
-// handed to openpyxl ends within the run's bounds.
+// handed to openpyxl ends within the run's bounds. Each case runs in a fresh instance and in a
+// session's interpreter started from the engine's snapshot.
 func TestPackagesStayInTheSandbox(t *testing.T) {
-	e := testEngine(t)
+	e, _ := testSnapshot(t)
 	cases := []struct {
 		name   string
 		src    string
@@ -74,33 +75,47 @@ wb = load_workbook(io.BytesIO(out.getvalue()), read_only=False)
 print("loaded", wb.active.max_row)
 `},
 	}
+	runners := map[string]func(context.Context, Request) (Result, error){
+		"fresh": e.Run,
+		"snapshot": func(ctx context.Context, req Request) (Result, error) {
+			s := e.NewSession()
+			defer s.Close()
+			res, err := s.Run(ctx, req)
+			if err == nil && !s.startedFromSnapshot() {
+				t.Error("the session's interpreter did not start from the snapshot")
+			}
+			return res, err
+		},
+	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			req := tc.req
-			req.Source = tc.src
-			res, err := e.Run(context.Background(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s in %v, memory peak %d MiB, %s", res.Status, res.Elapsed.Round(time.Millisecond), res.MemoryPeak>>20, res.Exception)
-			switch {
-			case tc.status == "": // bounded: it must end within the run's limits, by memory or time
-				if res.Status == StatusOK && strings.Contains(res.Stdout, "loaded") {
-					t.Errorf("the bomb loaded whole: %s", res.Stdout)
+		for how, run := range runners {
+			t.Run(tc.name+"/"+how, func(t *testing.T) {
+				req := tc.req
+				req.Source = tc.src
+				res, err := run(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if res.Status != StatusOOM && res.Status != StatusTimeout {
-					t.Errorf("status %s, want oom or timeout\n%s", res.Status, res.Stderr)
+				t.Logf("%s in %v, memory peak %d MiB, %s", res.Status, res.Elapsed.Round(time.Millisecond), res.MemoryPeak>>20, res.Exception)
+				switch {
+				case tc.status == "": // bounded: it must end within the run's limits, by memory or time
+					if res.Status == StatusOK && strings.Contains(res.Stdout, "loaded") {
+						t.Errorf("the bomb loaded whole: %s", res.Stdout)
+					}
+					if res.Status != StatusOOM && res.Status != StatusTimeout {
+						t.Errorf("status %s, want oom or timeout\n%s", res.Status, res.Stderr)
+					}
+					if res.MemoryPeak > req.MemoryBytes {
+						t.Errorf("memory peak %d over the cap %d", res.MemoryPeak, req.MemoryBytes)
+					}
+				case res.Status != tc.status:
+					t.Errorf("status %s, want %s\nstdout %s\nstderr %s", res.Status, tc.status, res.Stdout, res.Stderr)
 				}
-				if res.MemoryPeak > req.MemoryBytes {
-					t.Errorf("memory peak %d over the cap %d", res.MemoryPeak, req.MemoryBytes)
+				if tc.stdout != "" && !strings.Contains(res.Stdout, tc.stdout) {
+					t.Errorf("stdout %q, want %q\nstderr %s", res.Stdout, tc.stdout, res.Stderr)
 				}
-			case res.Status != tc.status:
-				t.Errorf("status %s, want %s\nstdout %s\nstderr %s", res.Status, tc.status, res.Stdout, res.Stderr)
-			}
-			if tc.stdout != "" && !strings.Contains(res.Stdout, tc.stdout) {
-				t.Errorf("stdout %q, want %q\nstderr %s", res.Stdout, tc.stdout, res.Stderr)
-			}
-		})
+			})
+		}
 	}
 	// The engine is still fine afterwards.
 	if res, err := e.Run(context.Background(), Request{Source: "import sqlite3; print(sqlite3.sqlite_version)"}); err != nil || res.Status != StatusOK || !strings.HasPrefix(res.Stdout, "3.46") {

@@ -326,7 +326,14 @@ def _phase(name):
             os.close(fd)
     except Exception:
         return False
-def _setup():
+_installed = False
+def _install():
+    # The policy's paths and import hooks, once per interpreter (a snapshot's warm-up may have
+    # done it already).
+    global _installed
+    if _installed:
+        return
+    _installed = True
     import os
     try:
         os.chdir("/tmp")
@@ -339,6 +346,8 @@ def _setup():
         pass
     sys.meta_path.insert(0, _AsyncioHook())
     sys.meta_path.append(_Unavailable())
+def _setup():
+    _install()
     main = type(sys)("__main__")
     main.__builtins__ = __builtins__
     sys.modules["__main__"] = main

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +38,8 @@ type Session struct {
 	ended   bool // an earlier instance of this session ended: the next run says so
 	closed  bool
 	lastRun atomic.Int64 // unix ms of the last run's end, for idle expiry
+	// snapStarts counts the interpreters that started from the engine's image.
+	snapStarts atomic.Int32
 }
 
 // liveInstance is one running interpreter of a session.
@@ -51,6 +52,7 @@ type liveInstance struct {
 	cancel context.CancelCauseFunc
 	ended  chan outcome // receives the instance's outcome when it ends
 	policy *runPolicy
+	data   *dataFS // /data, switched to each run's files
 }
 
 // NewSession returns a session with no interpreter yet; its first run starts one.
@@ -60,7 +62,7 @@ func (e *Engine) NewSession() *Session { return &Session{e: e} }
 var errSessionIdle = errors.New("sandbox: session idle")
 
 // policyKey identifies what an interpreter was started with: a run with another policy needs a
-// new one.
+// new one. The attached files are not in it: /data follows them from run to run (dataFS).
 func policyKey(req Request) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d\x00%s\x00%q\x00%d\x00%t\x00%d", len(req.Prelude), req.Prelude, req.FetchAllow, req.MemoryBytes, req.AllowLoopback, len(req.Wheels))
@@ -68,12 +70,6 @@ func policyKey(req Request) string {
 		b.WriteString("\x00" + w.Name)
 		fmt.Fprintf(&b, "\x00%d", len(w.Data))
 	}
-	names := make([]string, 0, len(req.Data))
-	for n, d := range req.Data {
-		names = append(names, fmt.Sprintf("%s:%d", n, len(d)))
-	}
-	slices.Sort(names) // map order must not change the key
-	fmt.Fprintf(&b, "\x00%q", names)
 	return b.String()
 }
 
@@ -99,7 +95,7 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 	restarted := false
 	prelude := ""
 	if s.live.Load() == nil {
-		live, err := s.start(req, key)
+		live, err := s.start(ctx, req, key)
 		if err != nil {
 			return Result{}, err
 		}
@@ -107,6 +103,9 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 		restarted, prelude = s.ended, req.Prelude
 	}
 	live := s.live.Load()
+	if err := live.data.set(req.Data); err != nil {
+		return Result{}, err
+	}
 
 	stdout := newClipWriter(orDefault(req.StdoutChars, int(limits.MaxStdoutChars)))
 	stderr := newClipWriter(orDefault(req.StderrChars, int(limits.MaxStderrChars)))
@@ -181,31 +180,45 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 	return res, nil
 }
 
-// start starts an interpreter for req's policy. The caller holds s.mu.
-func (s *Session) start(req Request, key string) (*liveInstance, error) {
+// start starts an interpreter for req's policy, from the engine's snapshot when it has one.
+// The caller holds s.mu.
+func (s *Session) start(ctx context.Context, req Request, key string) (*liveInstance, error) {
+	snap, _ := s.e.sessionSnapshot(ctx, req) // without one the interpreter starts cold
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	instCtx, cancel := context.WithCancelCause(context.Background())
-	policy, err := s.e.newRunPolicy(instCtx, instCtx, req)
+	data := new(dataFS)
+	policy, mounts, err := s.e.sessionPolicy(instCtx, instCtx, req, data)
 	if err != nil {
 		cancel(err)
 		return nil, err
 	}
 	inR, inW := io.Pipe()
 	live := &liveInstance{key: key, stdin: inW, stdout: &switchWriter{w: io.Discard}, stderr: &switchWriter{w: io.Discard},
-		cancel: cancel, ended: make(chan outcome, 1), policy: policy}
+		cancel: cancel, ended: make(chan outcome, 1), policy: policy, data: data}
+	if snap != nil {
+		s.snapStarts.Add(1)
+	}
 	mem := uint64(max(req.MemoryBytes, 0))
 	if mem != 0 && mem < minMemoryBytes {
 		mem = minMemoryBytes
 	}
 	scratch := newScratchFS(int64(orDefault(int(req.ScratchBytes), DefaultScratchBytes)), orDefault(req.ScratchFiles, DefaultScratchFiles))
+	// What an interpreter writes before it first reads a request is the runtime's, never a
+	// run's: from an image, libc's constructors run again, and mimalloc's flushes its delayed
+	// output (a newline) to stderr.
+	gate := new(atomic.Bool)
 	go func() {
 		o := s.e.run(instCtx, instance{
 			args:     []string{"python", "-c", sessionDriver},
-			stdinR:   inR,
-			stdout:   live.stdout,
-			stderr:   live.stderr,
+			stdinR:   gateReader{gate, inR},
+			stdout:   gateWriter{gate, live.stdout},
+			stderr:   gateWriter{gate, live.stderr},
 			memLimit: mem,
 			scratch:  scratch,
-			mounts:   policy.mounts,
+			mounts:   mounts,
+			snap:     snap,
 			onAlloc:  func(a *allocator) { live.alloc.Store(a) },
 		})
 		_ = inR.Close()
@@ -240,6 +253,10 @@ func (s *Session) stop(cause error) {
 
 // idleFor is how long ago the last run ended.
 func (s *Session) idleFor() time.Duration { return time.Since(time.UnixMilli(s.lastRun.Load())) }
+
+// startedFromSnapshot reports whether an interpreter of the session started from the engine's
+// image (for tests).
+func (s *Session) startedFromSnapshot() bool { return s.snapStarts.Load() > 0 }
 
 // Live reports whether the session has an interpreter now. It does not wait for a run.
 func (s *Session) Live() bool { return s.live.Load() != nil }
@@ -305,4 +322,28 @@ func (s *switchWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// gateReader opens its gate on the first read.
+type gateReader struct {
+	open *atomic.Bool
+	r    io.Reader
+}
+
+func (g gateReader) Read(p []byte) (int, error) {
+	g.open.Store(true)
+	return g.r.Read(p)
+}
+
+// gateWriter drops what is written until its gate opens.
+type gateWriter struct {
+	open *atomic.Bool
+	w    io.Writer
+}
+
+func (g gateWriter) Write(p []byte) (int, error) {
+	if !g.open.Load() {
+		return len(p), nil
+	}
+	return g.w.Write(p)
 }

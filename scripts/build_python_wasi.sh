@@ -343,6 +343,78 @@ patch_yield() {
 	grep -q '_Py_wasi_yield_clock' "$WORK/src/python/Python/ceval.c"
 }
 
+# patch_snapshot lets the sandbox start interpreters from a snapshot (sandbox/snapshot.go):
+# `python --osa-snapshot -c CODE` initialises CPython as Py_BytesMain would, runs CODE in
+# __main__, flushes stdio and calls the host import osa.checkpoint with no Python frame active;
+# the host copies the linear memory and ends the instance. An instance made from that memory
+# never runs _start: the host calls the export osa_resume, which runs _osa_resume() (defined by
+# CODE) on a fresh C stack. The only mutable global is __stack_pointer, whose initial value is
+# the right one for a fresh stack, so the memory is the whole image. Without --osa-snapshot
+# main is Py_BytesMain, as before. The anchor is checked, so a new CPython fails loudly.
+patch_snapshot() {
+	"$NATIVE/src/python" -I - "$WORK/src/python/Programs/python.c" <<-'PY'
+		import pathlib, sys
+		p = pathlib.Path(sys.argv[1])
+		s = p.read_text()
+		if "osa_resume" in s:
+		    sys.exit(0)  # patched by an earlier try of this phase
+		anchor = "int\nmain(int argc, char **argv)\n{\n    return Py_BytesMain(argc, argv);\n}\n"
+		if s.count(anchor) != 1:
+		    sys.exit(f"patch_snapshot: anchor found {s.count(anchor)} times in {p}")
+		p.write_text(s.replace(anchor, """#ifdef __wasi__
+		#include <stdio.h>
+		#include <string.h>
+
+		/* assistant: see patch_snapshot in scripts/build_python_wasi.sh. */
+		__attribute__((import_module("osa"), import_name("checkpoint")))
+		extern void _osa_checkpoint(void);
+
+		__attribute__((export_name("osa_resume")))
+		int
+		osa_resume(void)
+		{
+    return PyRun_SimpleString("_osa_resume()") == 0 ? 0 : 1;
+		}
+
+		static int
+		osa_snapshot(int argc, char **argv)
+		{
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    argv[1] = argv[0]; /* the command line without --osa-snapshot */
+    PyStatus st = PyConfig_SetBytesArgv(&config, argc - 1, argv + 1);
+    if (!PyStatus_Exception(st)) {
+        st = PyConfig_Read(&config);
+    }
+    if (!PyStatus_Exception(st) && config.run_command == NULL) {
+        st = PyStatus_Error("--osa-snapshot needs -c CODE");
+    }
+    if (!PyStatus_Exception(st)) {
+        st = Py_InitializeFromConfig(&config);
+    }
+    if (PyStatus_Exception(st)) {
+        PyConfig_Clear(&config);
+        Py_ExitStatusException(st);
+    }
+    PyObject *code = PyUnicode_FromWideChar(config.run_command, -1);
+    PyConfig_Clear(&config);
+    const char *text = code == NULL ? NULL : PyUnicode_AsUTF8(code);
+    if (text == NULL || PyRun_SimpleString(text) != 0) {
+        return 1;
+    }
+    Py_DECREF(code);
+    fflush(stdout);
+    fflush(stderr);
+    _osa_checkpoint();
+    return 1; /* not reached: the host ends the instance */
+		}
+		#endif
+
+		""" + anchor.replace("{\n    return", "{\n#ifdef __wasi__\n    if (argc > 1 && strcmp(argv[1], \"--osa-snapshot\") == 0) {\n        return osa_snapshot(argc, argv);\n    }\n#endif\n    return")))
+	PY
+	grep -q 'osa_resume' "$WORK/src/python/Programs/python.c"
+}
+
 zlib() { # static libz for wasm32 (spec recipe step 5)
 	rm -rf "${WORK:?}/deps"
 	cd "$WORK/src/zlib"
@@ -623,6 +695,7 @@ main() {
 	phase toolchain toolchain
 	phase unpack unpack
 	phase patch-yield patch_yield
+	phase patch-snapshot patch_snapshot
 	phase zlib zlib
 	phase sqlite build_sqlite
 	phase bzip2 build_bzip2

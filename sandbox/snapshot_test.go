@@ -1,0 +1,139 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testSnapshot is the shared engine's image, failing the test when the engine cannot make one.
+func testSnapshot(t *testing.T) (*Engine, *snapshot) {
+	t.Helper()
+	e := testEngine(t)
+	s, err := e.sessionSnapshot(context.Background(), Request{})
+	if err != nil || s == nil {
+		t.Fatalf("no snapshot: %v (rebuild the engine with scripts/build_python_wasi.sh)", err)
+	}
+	return e, s
+}
+
+// TestSnapshotFile: an image saved to disk loads back whole under its engine and key, and is
+// refused for another engine, another key, a flipped byte or a cut file.
+func TestSnapshotFile(t *testing.T) {
+	e, s := testSnapshot(t)
+	path := filepath.Join(t.TempDir(), "s.snap")
+	if err := writeSnapshot(path, e.sha256, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSnapshot(path, e.sha256, s.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.sum != s.sum || got.pages != s.pages || len(got.segs) != len(s.segs) || got.bytes() != s.bytes() {
+		t.Errorf("loaded %d pages in %d segments (%s), saved %d in %d (%s)", got.pages, len(got.segs), got.sum, s.pages, len(s.segs), s.sum)
+	}
+	other := strings.Repeat("0", 64)
+	if _, err := readSnapshot(path, other, s.key); err == nil || !strings.Contains(err.Error(), "built for engine") {
+		t.Errorf("another engine's image: %v", err)
+	}
+	if _, err := readSnapshot(path, e.sha256, other); err == nil || !strings.Contains(err.Error(), "built for key") {
+		t.Errorf("another key's image: %v", err)
+	}
+	raw, _ := os.ReadFile(path)
+	flipped := append([]byte(nil), raw...)
+	flipped[len(flipped)-1] ^= 1
+	_ = os.WriteFile(path, flipped, 0o600)
+	if _, err := readSnapshot(path, e.sha256, s.key); err == nil || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("a flipped byte: %v", err)
+	}
+	_ = os.WriteFile(path, raw[:len(raw)-10], 0o600)
+	if _, err := readSnapshot(path, e.sha256, s.key); err == nil {
+		t.Error("a cut file loaded")
+	}
+}
+
+// TestSnapshotOnDisk: an engine loads the image another engine of the same build saved, and a
+// file whose engine hash is not its own is refused and rebuilt (and then replaced).
+func TestSnapshotOnDisk(t *testing.T) {
+	shared := testEngine(t)
+	dir := t.TempDir()
+	open := func() *Engine {
+		e, err := New(context.Background(), Options{Dir: shared.dir, CacheDir: dir, MemoryLimitPages: uint32(shared.maxMem / PageSize)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close(context.Background()) })
+		return e
+	}
+	a := open()
+	key := a.snapshotKey(sessionLayout(a), mustFiles(t, a), "")
+	sa, from, err := a.loadOrBuildSnapshot(context.Background(), key, Request{})
+	if err != nil || from != "build" {
+		t.Fatalf("first engine: %v %q", err, from)
+	}
+	b := open()
+	sb, from, err := b.loadOrBuildSnapshot(context.Background(), key, Request{})
+	if err != nil || from != "disk" || sb.sum != sa.sum {
+		t.Fatalf("second engine: %v %q", err, from)
+	}
+	// Another build of the engine: the file's header names the other hash.
+	path := a.snapshotPath(sa.key)
+	if err := writeSnapshot(path, strings.Repeat("f", 64), sa); err != nil {
+		t.Fatal(err)
+	}
+	c := open()
+	sc, from, err := c.loadOrBuildSnapshot(context.Background(), key, Request{})
+	if err != nil || from != "build" {
+		t.Fatalf("a file of another engine was not refused: %v %q", err, from)
+	}
+	if _, err := readSnapshot(path, c.sha256, sc.key); err != nil {
+		t.Errorf("the refused file was not replaced: %v", err)
+	}
+}
+
+// TestSessionStartsFromSnapshot: a session's interpreter comes from the image, keeps its
+// names from run to run, gets its own randomness, and its /data follows the run's files without
+// a restart.
+func TestSessionStartsFromSnapshot(t *testing.T) {
+	e, _ := testSnapshot(t)
+	a, b := e.NewSession(), e.NewSession()
+	defer a.Close()
+	defer b.Close()
+	ra := sessionRun(t, a, Request{Source: "import random, os\nx = 41\nprint(random.getrandbits(64), os.listdir('/data'))"})
+	rb := sessionRun(t, b, Request{Source: "import random\nprint(random.getrandbits(64))"})
+	if ra.Status != StatusOK || rb.Status != StatusOK {
+		t.Fatalf("%s %s / %s %s", ra.Status, ra.Stderr, rb.Status, rb.Stderr)
+	}
+	if !a.startedFromSnapshot() || !b.startedFromSnapshot() {
+		t.Fatal("the interpreters did not start from the snapshot")
+	}
+	na, _, _ := strings.Cut(ra.Stdout, " ")
+	if na == strings.TrimSpace(rb.Stdout) {
+		t.Errorf("two sessions drew the same random numbers: %s", na)
+	}
+	if ra.Stderr != "" || rb.Stderr != "" {
+		t.Errorf("stderr of a first run from the image: %q %q", ra.Stderr, rb.Stderr)
+	}
+	if !strings.HasSuffix(ra.Stdout, " []\n") {
+		t.Errorf("an empty /data: %q", ra.Stdout)
+	}
+	r := sessionRun(t, a, Request{Source: "print(x + 1, open('/data/n.csv').read())", Data: map[string][]byte{"n.csv": []byte("a,b")}})
+	if r.Status != StatusOK || r.Stdout != "42 a,b\n" {
+		t.Errorf("a file attached later: %s %q %s", r.Status, r.Stdout, r.Stderr)
+	}
+	r = sessionRun(t, a, Request{Source: "import os\nprint(x, os.listdir('/data'))"})
+	if r.Stdout != "41 []\n" || strings.Contains(r.Stderr, "restarted") {
+		t.Errorf("the file removed: %q %s", r.Stdout, r.Stderr)
+	}
+}
+
+func mustFiles(t *testing.T, e *Engine) memFS {
+	t.Helper()
+	files, err := e.policyFiles(context.Background(), Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
