@@ -4,10 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/osc-assistant/assistant/limits"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader: it must never panic, and every error must name
@@ -34,7 +37,31 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("error without a line: %+v", e)
 			}
 		}
+		if l != nil {
+			if py := l.community.python(); py != nil {
+				checkUploadsAccepted(t, py.Uploads)
+			}
+		}
 	})
+}
+
+// checkUploadsAccepted fails when a config that loaded has a runtime.python.uploads block the
+// server could not honour: the upload routes rely on these bounds without checking them again.
+func checkUploadsAccepted(t *testing.T, u Uploads) {
+	t.Helper()
+	b := limits.Uploads
+	in := func(v int, r limits.Bound) bool { return v >= r.Min && v <= r.Max }
+	if !in(u.MaxFileMB, b.MaxFileMB) || !in(u.MaxSessionMB, b.MaxSessionMB) || !in(u.MaxFiles, b.MaxFiles) || u.MaxSessionMB < u.MaxFileMB {
+		t.Fatalf("accepted uploads out of bounds: %+v", u)
+	}
+	if len(u.Types) == 0 {
+		t.Fatalf("accepted uploads with no types: %+v", u)
+	}
+	for i, typ := range u.Types {
+		if !slices.Contains(limits.UploadTypes, typ) || slices.Contains(u.Types[:i], typ) {
+			t.Fatalf("accepted uploads type %q: %+v", typ, u)
+		}
+	}
 }
 
 // TestValidatorTagsHaveMessages walks every validate tag of the config types and fails when a

@@ -727,6 +727,7 @@ func (k *checker) checkPython(p string, py *PythonRuntime) {
 		}
 	}
 	k.checkLimits(p+".limits", py.Limits)
+	k.checkUploads(p+".uploads", py.Uploads)
 }
 
 func httpsURLProblem(s string) string {
@@ -794,6 +795,62 @@ func (k *checker) checkLimits(p string, l RuntimeLimits) {
 	}
 }
 
+// checkUploads checks runtime.python.uploads whether or not it is enabled, so a mistake shows
+// when the block is written, not when someone turns it on.
+func (k *checker) checkUploads(p string, u Uploads) {
+	b := limits.Uploads
+	inBounds := true
+	for _, f := range []struct {
+		name string
+		v    int
+		b    limits.Bound
+	}{
+		{"max_file_mb", u.MaxFileMB, b.MaxFileMB},
+		{"max_session_mb", u.MaxSessionMB, b.MaxSessionMB},
+		{"max_files", u.MaxFiles, b.MaxFiles},
+	} {
+		switch {
+		case f.v < f.b.Min:
+			k.add(p+"."+f.name, "must be greater than or equal to %d, got %d", f.b.Min, f.v)
+			inBounds = false
+		case f.v > f.b.Max:
+			k.add(p+"."+f.name, "must be less than or equal to %d (the server's cap), got %d", f.b.Max, f.v)
+			inBounds = false
+		}
+	}
+	// Only between two numbers that are each valid: one out of bounds is already reported.
+	if inBounds && u.MaxSessionMB < u.MaxFileMB {
+		k.add(p+".max_session_mb", "must be at least max_file_mb (%d), or no session could hold one file of the largest size allowed; got %d", u.MaxFileMB, u.MaxSessionMB)
+	}
+	if len(u.Types) == 0 {
+		k.add(p+".types", "must list at least one of: %s; an empty list would refuse every file (enabled: false is how uploads are turned off)", strings.Join(limits.UploadTypes, ", "))
+	}
+	var seen []string
+	for i, t := range u.Types {
+		tp := fmt.Sprintf("%s.types[%d]", p, i)
+		switch {
+		case !slices.Contains(limits.UploadTypes, t):
+			hint := ""
+			if slices.Contains(limits.UploadTypes, strings.ToLower(t)) {
+				hint = " (types are written in lower case)"
+			}
+			k.add(tp, "must be one of: %s; got %s%s", strings.Join(limits.UploadTypes, ", "), quoteClipped(t), hint)
+		case slices.Contains(seen, t):
+			k.add(tp, "%q is listed twice", t)
+		}
+		seen = append(seen, t)
+	}
+}
+
+// quoteClipped quotes s for a message, cut to 60 characters so a long value is never echoed
+// whole (as describe does for shape errors).
+func quoteClipped(s string) string {
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:57]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
 // checkCommunityModel runs the rules that span sections (config.md §2.1 steps 5–7, §3.2).
 func (k *checker) checkCommunityModel(c *Community) {
 	if c.Extensions != nil && len(c.Extensions.ClientTools) > 0 {
@@ -828,6 +885,14 @@ func (k *checker) checkCommunityModel(c *Community) {
 				shown = strconv.Quote(pinned)
 			}
 			k.add("notebook", "notebook is configured but runtime.python.pyodide_version is %s, not %q, the notebook site's own pin. One notebook site loads one Pyodide.", shown, NotebookPyodideVersion)
+		}
+	}
+	// Uploads are read by runs, and GET /{c} reports them inside the runtime block it shows
+	// only when a client tool is offered: without a python tool they would be stored for nothing.
+	if py := c.python(); py != nil && py.Uploads.Enabled {
+		runsPython := c.Extensions != nil && slices.ContainsFunc(c.Extensions.ClientTools, func(t ClientTool) bool { return t.Runtime == "python" })
+		if !runsPython {
+			k.add("runtime.python.uploads.enabled", "uploads are enabled but no extensions.client_tools entry has runtime: python, so no run could read the attached files. Add a python client tool, or set enabled: false.")
 		}
 	}
 	if c.Widget != nil && c.Widget.Launcher == "capsule" && c.Notebook == nil {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"slices"
+
 	"github.com/osc-assistant/assistant/limits"
 	"github.com/osc-assistant/assistant/runtimelock"
 )
@@ -334,6 +336,29 @@ type PythonRuntime struct {
 	// engine, when the caller does not declare it (a command-line client, an old widget, a
 	// page that blocks WebAssembly). Not in the reference; off by default.
 	ServerFallback bool `yaml:"server_fallback" json:"server_fallback"`
+	// Uploads lets readers attach data files to a session (runs read them at /data/<name>).
+	Uploads Uploads `yaml:"uploads" json:"uploads"`
+}
+
+// Uploads bounds the files a reader may attach to a session. Not in the reference.
+type Uploads struct {
+	Enabled      bool     `yaml:"enabled" json:"enabled"`
+	MaxFileMB    int      `yaml:"max_file_mb" json:"max_file_mb"`
+	MaxSessionMB int      `yaml:"max_session_mb" json:"max_session_mb"`
+	MaxFiles     int      `yaml:"max_files" json:"max_files"`
+	Types        []string `yaml:"types" json:"types"`
+}
+
+// setDefaults fills issue 14's defaults: off, 25 MB a file, 100 MB a session, 16 files, every
+// type but parquet. The list is a copy, so no community can change limits' default.
+func (u *Uploads) setDefaults() {
+	b := limits.Uploads
+	*u = Uploads{
+		MaxFileMB:    b.MaxFileMB.Default,
+		MaxSessionMB: b.MaxSessionMB.Default,
+		MaxFiles:     b.MaxFiles.Default,
+		Types:        slices.Clone(limits.DefaultUploadTypes),
+	}
 }
 
 func (p *PythonRuntime) setDefaults() {
@@ -341,6 +366,7 @@ func (p *PythonRuntime) setDefaults() {
 	p.PreloadOn = "first_run"
 	p.FetchAllow = Single([]string{})
 	p.Limits.setDefaults()
+	p.Uploads.setDefaults()
 }
 
 // RuntimeLimits are instructions to the browser, bounded so that they never exceed what the

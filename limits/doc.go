@@ -1,5 +1,5 @@
 // Package limits holds the server's hard caps as typed constants with their units, and the
-// bounds that a community's runtime.python.limits must stay within.
+// bounds that a community's runtime.python.limits and runtime.python.uploads must stay within.
 //
 // It is the single source of truth for config (which bounds the per-community numbers at load),
 // for toolresults (which refuses a posted result over a cap), for sandbox (the server's runtime:

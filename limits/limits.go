@@ -149,3 +149,24 @@ var Runtime = struct {
 	ImagePx:     Bound{Default: 1024, Min: 16, Max: int(MaxImageEdgePx)},
 	ExecSeconds: Bound{Default: 120, Min: 1},
 }
+
+// Uploads holds the bounds of runtime.python.uploads: the files a reader may attach to one
+// session. The maxima are the server's caps; the upload routes enforce a community's numbers,
+// which can never exceed them.
+var Uploads = struct {
+	MaxFileMB    Bound
+	MaxSessionMB Bound
+	MaxFiles     Bound
+}{
+	MaxFileMB:    Bound{Default: 25, Min: 1, Max: 100},
+	MaxSessionMB: Bound{Default: 100, Min: 1, Max: 500},
+	MaxFiles:     Bound{Default: 16, Min: 1, Max: 64},
+}
+
+// UploadTypes is the fixed set of file types (extensions, lower case) runtime.python.uploads.types
+// may list; workspace.CheckUpload knows how to verify each. Callers must not modify it.
+var UploadTypes = []string{"csv", "tsv", "txt", "json", "xlsx", "parquet"}
+
+// DefaultUploadTypes is runtime.python.uploads.types when a community does not set it: every
+// type but parquet. Callers must not modify it.
+var DefaultUploadTypes = []string{"csv", "tsv", "txt", "json", "xlsx"}

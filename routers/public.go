@@ -49,6 +49,9 @@ type publicPython struct {
 	FetchAllow       []string             `json:"fetch_allow"`
 	IndexURLs        []string             `json:"index_urls"`
 	Limits           config.RuntimeLimits `json:"limits"`
+	// Uploads is always in the python block, off or on, so a widget decides on a file picker
+	// from it alone.
+	Uploads config.Uploads `json:"uploads"`
 }
 
 // widgetConfig is the widget block of GET /{c}: every key present, null when unset.
@@ -201,12 +204,16 @@ func resolvePython(py *config.PythonRuntime, dep config.Deployment) *publicPytho
 		FetchAllow:       py.FetchAllow.Resolve(dep),
 		IndexURLs:        py.IndexURLs,
 		Limits:           py.Limits,
+		Uploads:          py.Uploads,
 	}
 	if py.Prelude != nil {
 		out.Prelude = strPtr(py.Prelude.Resolve(dep))
 	}
 	if out.FetchAllow == nil {
 		out.FetchAllow = []string{}
+	}
+	if out.Uploads.Types == nil {
+		out.Uploads.Types = []string{}
 	}
 	return out
 }
