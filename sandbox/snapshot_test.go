@@ -137,3 +137,46 @@ func mustFiles(t *testing.T, e *Engine) memFS {
 	}
 	return files
 }
+
+// TestSnapshotSessionIsolation: an interpreter started from the image keeps the sandbox's
+// promises: no sockets, no host files, nothing writable outside /tmp, /data read-only, osa.fetch
+// only within fetch_allow.
+func TestSnapshotSessionIsolation(t *testing.T) {
+	e, _ := testSnapshot(t)
+	srv := testServer(t)
+	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
+	s := e.NewSession()
+	defer s.Close()
+	req := Request{FetchAllow: []string{srv.URL + "/data/"}, AllowLoopback: true, Data: map[string][]byte{"a.csv": []byte("x\n1\n")},
+		Prelude: "import osa\n"}
+	req.Source = `import os, socket, urllib.request
+out = []
+for f in [lambda: socket.create_connection(("127.0.0.1", ` + port + `), timeout=2), lambda: urllib.request.urlopen(` + pyQuote(srv.URL+"/data/hello.txt") + `, timeout=2)]:
+    try:
+        f()
+        out.append("connected")
+    except Exception:
+        out.append("refused")
+for p in ["/etc/passwd", "/proc/self/environ", "/root"]:
+    out.append("seen" if os.path.exists(p) else "absent")
+for p in ["/usr/x", "/opt/osa/x", "/data/a.csv", "/data/new"]:
+    try:
+        open(p, "w").write("x")
+        out.append("written")
+    except OSError:
+        out.append("refused")
+out.append(open("/data/a.csv").read().split()[1])
+try:
+    await osa.fetch(` + pyQuote(srv.URL+"/secret") + `)
+    out.append("fetched")
+except osa.FetchRefused:
+    out.append("fetch refused")
+out.append((await osa.fetch_text(` + pyQuote(srv.URL+"/data/hello.txt") + `)).split()[0])
+print(" ".join(out))
+`
+	res := sessionRun(t, s, req)
+	want := "refused refused absent absent absent refused refused refused refused 1 fetch refused hello"
+	if res.Status != StatusOK || strings.TrimSpace(res.Stdout) != want || !s.startedFromSnapshot() {
+		t.Errorf("%s %q (want %q) from image %v\n%s", res.Status, res.Stdout, want, s.startedFromSnapshot(), res.Stderr)
+	}
+}
