@@ -83,6 +83,10 @@ type memSession struct {
 	elem            *list.Element // in q
 	runs            []*memRun     // oldest first, at most MaxArtifactRuns
 	files           map[string]*memFile
+	// records are the newest MaxRunRecords run records, oldest first; recorded counts every
+	// record ever put (the next ordinal is recorded + 1).
+	records  []RunRecord
+	recorded int
 }
 
 // memFile is one attached reader file.
@@ -855,4 +859,73 @@ func (m *Memory) DeleteFile(ctx context.Context, community, id, name string) (bo
 	m.fileBytes -= fileSize(s.files[name].meta)
 	delete(s.files, name)
 	return true, nil
+}
+
+// PutRun records one run of the session, numbered and stamped by the store.
+func (m *Memory) PutRun(ctx context.Context, community, id string, rec RunRecord) (RunRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return RunRecord{}, err
+	}
+	rec = ClipRun(rec)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock()
+	s := m.lookup(community, id, now)
+	if s == nil {
+		return RunRecord{}, ErrNotFound
+	}
+	s.recorded++
+	rec.Ordinal, rec.Time = s.recorded, msTime(now)
+	s.records = append(s.records, rec)
+	if n := len(s.records) - MaxRunRecords; n > 0 {
+		s.records = slices.Delete(s.records, 0, n)
+	}
+	return cloneRecord(rec), nil
+}
+
+// Runs returns copies of the session's kept run records, oldest first.
+func (m *Memory) Runs(ctx context.Context, community, id string) ([]RunRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.lookup(community, id, m.clock())
+	if s == nil {
+		return nil, ErrNotFound
+	}
+	out := make([]RunRecord, len(s.records))
+	for i, r := range s.records {
+		out[i] = cloneRecord(r)
+	}
+	return out, nil
+}
+
+// cloneRecord copies the one shared part of a record, its file list.
+func cloneRecord(r RunRecord) RunRecord {
+	r.Files = append([]string{}, r.Files...)
+	return r
+}
+
+// ArtifactPaths lists one kept run's paths, sorted.
+func (m *Memory) ArtifactPaths(ctx context.Context, community, id, callID string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.lookup(community, id, m.clock())
+	if s == nil {
+		return nil, ErrNotFound
+	}
+	out := []string{}
+	for _, r := range s.runs {
+		if r.callID == callID {
+			for p := range r.files {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -66,6 +66,7 @@ type redisConn interface {
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	HGet(ctx context.Context, key, field string) *redis.StringCmd
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
+	HKeys(ctx context.Context, key string) *redis.StringSliceCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	Time(ctx context.Context) *redis.TimeCmd
 	Close() error
@@ -79,9 +80,10 @@ type redisConn interface {
 // in key names base64url-encoded (no padding), written c, i and k below; no id can then
 // forge a separator. With P the prefix:
 //
-//	P s:{c:i}:meta      hash {created, active, count}   TTL SessionTTL, refreshed by Append
+//	P s:{c:i}:meta      hash {created, active, count, runs}  TTL SessionTTL, refreshed by Append
 //	P s:{c:i}:hist      list of JSON messages           TTL SessionTTL, refreshed by Append
 //	P s:{c:i}:park      hash {id, at, call}             TTL SessionTTL
+//	P s:{c:i}:rec       list of run records             TTL the session's, refreshed by Append
 //	P s:{c:i}:lock      string "<token>:<expires ms>"   TTL the lock's ttl
 //	P s:{c:i}:op:o      a script's JSON reply            TTL 120 s (see scripts.go, Retries)
 //	P rl:{k:<window>}   hash {s: window start, n}       TTL until the window ends
@@ -176,11 +178,11 @@ func newOp() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-type sessionKeys struct{ meta, hist, park, lock, base string }
+type sessionKeys struct{ meta, hist, park, rec, lock, base string }
 
 func (r *Redis) keys(community, id string) sessionKeys {
 	base := r.prefix + "s:{" + enc(community) + ":" + enc(id) + "}:"
-	return sessionKeys{meta: base + "meta", hist: base + "hist", park: base + "park", lock: base + "lock", base: base}
+	return sessionKeys{meta: base + "meta", hist: base + "hist", park: base + "park", rec: base + "rec", lock: base + "lock", base: base}
 }
 
 // op is a fresh operation key in the session's hash tag.
@@ -255,6 +257,19 @@ func (r *Redis) Artifact(ctx context.Context, community, id, callID, path string
 		return nil, wrap("artifact", err)
 	}
 	return b, nil
+}
+
+// ArtifactPaths lists one kept run's paths (HKEYS), sorted.
+func (r *Redis) ArtifactPaths(ctx context.Context, community, id, callID string) ([]string, error) {
+	if _, err := r.Session(ctx, community, id); err != nil {
+		return nil, err
+	}
+	out, err := r.c.HKeys(ctx, r.artifactKeys(community).run(id, callID)).Result()
+	if err != nil {
+		return nil, wrap("artifact paths", err)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 func (r *Redis) rateKey(key string, window int64) string {
@@ -353,7 +368,7 @@ func toInt(x any) (int64, error) {
 // EnsureSession returns the live session or creates it (wiping an expired one), atomically.
 func (r *Redis) EnsureSession(ctx context.Context, community, id string) (Session, bool, error) {
 	k := r.keys(community, id)
-	v, err := ensureScript.Run(ctx, r.c, []string{k.meta, k.hist, k.park, k.op()}, r.nowArg(), r.sttl()).Slice()
+	v, err := ensureScript.Run(ctx, r.c, []string{k.meta, k.hist, k.park, k.rec, k.op()}, r.nowArg(), r.sttl()).Slice()
 	if err != nil {
 		return Session{}, false, wrap("ensure session", err)
 	}
@@ -383,7 +398,7 @@ func (r *Redis) Append(ctx context.Context, community, id string, msgs ...json.R
 	for _, m := range msgs {
 		args = append(args, []byte(m))
 	}
-	n, err := appendScript.Run(ctx, r.c, []string{k.meta, k.hist, k.op()}, args...).Int64()
+	n, err := appendScript.Run(ctx, r.c, []string{k.meta, k.hist, k.rec, k.op()}, args...).Int64()
 	if err != nil {
 		return 0, wrap("append", err)
 	}
@@ -431,7 +446,7 @@ func (r *Redis) History(ctx context.Context, community, id string) ([]json.RawMe
 // DeleteSession removes the session's meta, history, parked call and kept files.
 func (r *Redis) DeleteSession(ctx context.Context, community, id string) error {
 	k := r.keys(community, id)
-	if err := r.c.Del(ctx, k.meta, k.hist, k.park).Err(); err != nil {
+	if err := r.c.Del(ctx, k.meta, k.hist, k.park, k.rec).Err(); err != nil {
 		return wrap("delete session", err)
 	}
 	a := r.artifactKeys(community)
@@ -580,7 +595,7 @@ func (r *Redis) Park(ctx context.Context, community, id string, call ParkedCall,
 	for _, m := range msgs {
 		args = append(args, []byte(m))
 	}
-	n, err := parkScript.Run(ctx, r.c, []string{k.meta, k.hist, k.park, k.op()}, args...).Int64()
+	n, err := parkScript.Run(ctx, r.c, []string{k.meta, k.hist, k.park, k.rec, k.op()}, args...).Int64()
 	if err != nil {
 		return wrap("park", err)
 	}
@@ -645,7 +660,7 @@ func (r *Redis) Claim(ctx context.Context, community, id, callID string, answer,
 		return ParkedCall{}, err
 	}
 	k := r.keys(community, id)
-	v, err := claimScript.Run(ctx, r.c, []string{k.park, k.meta, k.hist, k.op()},
+	v, err := claimScript.Run(ctx, r.c, []string{k.park, k.meta, k.hist, k.rec, k.op()},
 		r.nowArg(), r.sttl(), callID, r.limits.ParkedTTL.Milliseconds(), []byte(answer), []byte(late)).Slice()
 	if err != nil {
 		return ParkedCall{}, wrap("claim", err)
@@ -683,7 +698,7 @@ func (r *Redis) Abandon(ctx context.Context, community, id, callID string, closi
 		return false, err
 	}
 	k := r.keys(community, id)
-	n, err := abandonScript.Run(ctx, r.c, []string{k.park, k.meta, k.hist, k.op()}, r.nowArg(), r.sttl(), callID, []byte(closing)).Int64()
+	n, err := abandonScript.Run(ctx, r.c, []string{k.park, k.meta, k.hist, k.rec, k.op()}, r.nowArg(), r.sttl(), callID, []byte(closing)).Int64()
 	if err != nil {
 		return false, wrap("abandon", err)
 	}
@@ -851,4 +866,100 @@ func (r *Redis) Close() error {
 	r.stopBg()
 	r.wg.Wait()
 	return r.c.Close()
+}
+
+// PutRun records a run in putRecordScript: numbered in the session's meta, kept in its list of
+// records (the newest MaxRunRecords), expiring with the session.
+func (r *Redis) PutRun(ctx context.Context, community, id string, rec RunRecord) (RunRecord, error) {
+	rec = ClipRun(rec)
+	rec.Ordinal, rec.Time = 0, time.Time{} // the stored prefix carries them
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return RunRecord{}, fmt.Errorf("store: encoding a run record: %w", err)
+	}
+	k := r.keys(community, id)
+	v, err := putRecordScript.Run(ctx, r.c, []string{k.meta, k.rec, k.op()}, r.nowArg(), r.sttl(), MaxRunRecords, b).Slice()
+	if err != nil {
+		return RunRecord{}, wrap("put run", err)
+	}
+	n, err := replyStatus(v)
+	if err != nil {
+		return RunRecord{}, wrap("put run", err)
+	}
+	if n < 0 {
+		return RunRecord{}, ErrNotFound
+	}
+	if len(v) != 2 {
+		return RunRecord{}, wrap("put run", fmt.Errorf("reply has %d items, want 2", len(v)))
+	}
+	at, err := toInt(v[1])
+	if err != nil {
+		return RunRecord{}, wrap("put run", err)
+	}
+	rec.Ordinal, rec.Time = int(n), msTime(at)
+	return rec, nil
+}
+
+// Runs returns the session's kept run records, oldest first (one MULTI, as History).
+func (r *Redis) Runs(ctx context.Context, community, id string) ([]RunRecord, error) {
+	k := r.keys(community, id)
+	var active *redis.StringCmd
+	var list *redis.StringSliceCmd
+	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		active = p.HGet(ctx, k.meta, "active")
+		list = p.LRange(ctx, k.rec, 0, -1)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, wrap("runs", err)
+	}
+	a, err := active.Int64()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, wrap("runs", err)
+	}
+	if r.expired(a) {
+		return nil, ErrNotFound
+	}
+	items, err := list.Result()
+	if err != nil {
+		return nil, wrap("runs", err)
+	}
+	out := make([]RunRecord, 0, len(items))
+	for _, it := range items {
+		rec, err := recordFrom(it)
+		if err != nil {
+			return nil, wrap("runs", err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// recordFrom decodes a stored record, "<ordinal>:<unix ms>:<JSON>".
+func recordFrom(s string) (RunRecord, error) {
+	ord, rest, ok1 := strings.Cut(s, ":")
+	at, js, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 {
+		return RunRecord{}, errors.New("run record: no ordinal and time")
+	}
+	n, err := strconv.Atoi(ord)
+	if err != nil {
+		return RunRecord{}, fmt.Errorf("run record ordinal: %w", err)
+	}
+	ms, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return RunRecord{}, fmt.Errorf("run record time: %w", err)
+	}
+	var rec RunRecord
+	if err := json.Unmarshal([]byte(js), &rec); err != nil {
+		return RunRecord{}, fmt.Errorf("run record: %w", err)
+	}
+	if rec.Files == nil {
+		rec.Files = []string{}
+	}
+	rec.Ordinal, rec.Time = n, msTime(ms)
+	return rec, nil
 }

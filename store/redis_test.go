@@ -101,6 +101,9 @@ func TestRedisKeysHaveTTLs(t *testing.T) {
 	if _, _, err := s.AddCost(ctx, "hed", 1); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.PutRun(ctx, "hed", "a:b", RunRecord{CallID: "c0"}); err != nil {
+		t.Fatal(err)
+	}
 
 	k := s.keys("hed", "a:b")
 	if want := s.prefix + "s:{aGVk:YTpi}:meta"; k.meta != want {
@@ -111,6 +114,7 @@ func TestRedisKeysHaveTTLs(t *testing.T) {
 		k.meta: l.SessionTTL,
 		k.hist: l.SessionTTL,
 		k.park: l.SessionTTL,
+		k.rec:  l.SessionTTL,
 		k.lock: 300 * time.Second,
 		s.prefix + "rl:{" + enc("chat:1.2.3.4") + ":60000}": 50 * time.Second,
 		day:   costDayTTL,
@@ -139,17 +143,21 @@ func TestRedisKeysHaveTTLs(t *testing.T) {
 		}
 	}
 
-	if len(keys)-ops != len(want) || ops != 5 { // ensure, append, park, allow and cost
-		t.Errorf("keys under the prefix = %q, want %d keys and 5 operation keys", keys, len(want))
+	if len(keys)-ops != len(want) || ops != 6 { // ensure, append, park, allow, cost and put run
+		t.Errorf("keys under the prefix = %q, want %d keys and 6 operation keys", keys, len(want))
 	}
 
 	// Append refreshes the session keys' TTL.
-	if err := raw.PExpire(ctx, k.meta, time.Minute).Err(); err != nil {
-		t.Fatal(err)
+	for _, key := range []string{k.meta, k.rec} {
+		if err := raw.PExpire(ctx, key, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mustAppend(t, s, "hed", "a:b", msg("2"))
-	if ttl := raw.PTTL(ctx, k.meta).Val(); ttl < l.SessionTTL-5*time.Second {
-		t.Errorf("after Append the meta TTL = %v, want about %v", ttl, l.SessionTTL)
+	for _, key := range []string{k.meta, k.rec} {
+		if ttl := raw.PTTL(ctx, key).Val(); ttl < l.SessionTTL-5*time.Second {
+			t.Errorf("after Append the TTL of %q = %v, want about %v", key, ttl, l.SessionTTL)
+		}
 	}
 }
 
@@ -389,4 +397,28 @@ func TestRedisFilesShareTheBudget(t *testing.T) {
 	l.ArtifactBytes = 10000
 	s, _ := newTestRedis(t, nil, l)
 	testFilesShareTheBudget(t, s)
+}
+
+// TestRedisRunsAcrossReplicas: a run recorded through one replica's store is listed by
+// another's, as a chat on one replica and an export on another need.
+func TestRedisRunsAcrossReplicas(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newTestRedis(t, nil, DefaultLimits())
+	b, err := NewRedis(ctx, RedisOptions{URL: "redis://" + redisAddr(t) + "/0", Prefix: a.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	mustEnsure(t, a, "hed", "s1")
+	put, err := a.PutRun(ctx, "hed", "s1", RunRecord{CallID: "toolu_1", Status: "ok", Code: "print(1)", Files: []string{"out.csv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Runs(ctx, "hed", "s1")
+	if err != nil || len(got) != 1 || got[0].CallID != "toolu_1" || got[0].Ordinal != 1 || !got[0].Time.Equal(put.Time) || got[0].Files[0] != "out.csv" {
+		t.Errorf("the other replica's Runs = %+v, %v; want the record %+v", got, err, put)
+	}
+	if second, err := b.PutRun(ctx, "hed", "s1", RunRecord{CallID: "toolu_2"}); err != nil || second.Ordinal != 2 {
+		t.Errorf("the other replica's PutRun = %+v, %v; want ordinal 2", second, err)
+	}
 }

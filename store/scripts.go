@@ -8,8 +8,9 @@ import "github.com/redis/go-redis/v9"
 // the Redis server's clock with TIME, so that every replica judges ages by one clock. Times are
 // kept as decimal unix-ms strings.
 //
-// Session keys: meta is a hash {created, active, count}; hist a list of JSON messages; park a
-// hash {id, at, call}; lock a string "<token>:<expires ms>". A session is alive while
+// Session keys: meta is a hash {created, active, count, runs}; hist a list of JSON messages;
+// park a hash {id, at, call}; rec a list of run records ("<ordinal>:<ms>:<JSON>"); lock a string
+// "<token>:<expires ms>". A session is alive while
 // active + SessionTTL > now (the keys' own TTL enforces the same with the server clock).
 //
 // # Retries
@@ -54,9 +55,9 @@ return reply
 }
 
 // luaAppend pushes the messages ARGV[from..] onto hist, stamps activity and refreshes the
-// session's TTLs; it returns the new count. It expects meta, hist and sttl to be set.
+// session's TTLs (its run records' too); it returns the new count.
 const luaAppend = `
-local function push(meta, hist, sttl, from, to)
+local function push(meta, hist, rec, sttl, from, to)
   local count = redis.call('LLEN', hist)
   for i = from, to, 100 do
     count = redis.call('RPUSH', hist, unpack(ARGV, i, math.min(i + 99, to)))
@@ -64,12 +65,13 @@ local function push(meta, hist, sttl, from, to)
   redis.call('HSET', meta, 'active', ms(now), 'count', count)
   redis.call('PEXPIRE', meta, sttl)
   if count > 0 then redis.call('PEXPIRE', hist, sttl) end
+  redis.call('PEXPIRE', rec, sttl)
   return count
 end
 `
 
-// ensureScript returns the live session or recreates it (wiping an expired one's history and
-// parked call): KEYS meta, hist, park, op; ARGV now, session ttl ms. Reply {created 0|1,
+// ensureScript returns the live session or recreates it (wiping an expired one's history,
+// parked call and run records): KEYS meta, hist, park, rec, op; ARGV now, session ttl ms. Reply {created 0|1,
 // created ms, active ms, count}.
 var ensureScript = once(`
 local sttl = tonumber(ARGV[2])
@@ -77,31 +79,31 @@ local m = redis.call('HMGET', KEYS[1], 'created', 'active', 'count')
 if m[2] and tonumber(m[2]) + sttl > now then
   return {0, m[1], m[2], m[3]}
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 local n = ms(now)
 redis.call('HSET', KEYS[1], 'created', n, 'active', n, 'count', 0)
 redis.call('PEXPIRE', KEYS[1], sttl)
 return {1, n, n, '0'}
 `)
 
-// appendScript pushes messages onto a live session's history: KEYS meta, hist, op; ARGV now,
+// appendScript pushes messages onto a live session's history: KEYS meta, hist, rec, op; ARGV now,
 // session ttl ms, messages... Reply the new count, or -1 when the session does not exist or
 // expired.
 var appendScript = once(luaAppend + `
 local sttl = tonumber(ARGV[2])
 if not alive(KEYS[1], sttl) then return -1 end
-return push(KEYS[1], KEYS[2], sttl, 3, #ARGV)
+return push(KEYS[1], KEYS[2], KEYS[3], sttl, 3, #ARGV)
 `)
 
 // parkScript appends the messages that made a call and parks it, stamped with now, in one
-// step: KEYS meta, hist, park, op; ARGV now, session ttl ms, call id, call JSON, park key ttl
+// step: KEYS meta, hist, park, rec, op; ARGV now, session ttl ms, call id, call JSON, park key ttl
 // ms, messages... Reply 1, -1 when the session does not exist or expired, -2 when another
 // call is parked.
 var parkScript = once(luaAppend + `
 local sttl = tonumber(ARGV[2])
 if not alive(KEYS[1], sttl) then return -1 end
 if redis.call('EXISTS', KEYS[3]) == 1 then return -2 end
-if #ARGV >= 6 then push(KEYS[1], KEYS[2], sttl, 6, #ARGV) end
+if #ARGV >= 6 then push(KEYS[1], KEYS[2], KEYS[4], sttl, 6, #ARGV) end
 redis.call('HSET', KEYS[3], 'id', ARGV[3], 'at', ms(now), 'call', ARGV[4])
 redis.call('PEXPIRE', KEYS[3], ARGV[5])
 return 1
@@ -118,7 +120,7 @@ return {1, p[1], p[2]}
 
 // claimScript is the at-most-once acceptance of a browser result: read the parked call,
 // compare its id, judge its age, delete it and append its answer, all in one step. KEYS park,
-// meta, hist, op; ARGV now, session ttl ms, call id, parked ttl ms, answer, late answer (each
+// meta, hist, rec, op; ARGV now, session ttl ms, call id, parked ttl ms, answer, late answer (each
 // may be empty: nothing is appended). Reply {0} when nothing with that id is parked (a call
 // with another id is left alone; one of a dead session is deleted), {1, at, call} on success,
 // {2, at, call} when it had expired (deleted too, and the late answer appended).
@@ -130,12 +132,12 @@ redis.call('DEL', KEYS[1])
 if not alive(KEYS[2], sttl) then return {0} end
 local status, at = 1, 5
 if now - tonumber(p[2]) >= tonumber(ARGV[4]) then status, at = 2, 6 end
-if ARGV[at] ~= '' then push(KEYS[2], KEYS[3], sttl, at, at) end
+if ARGV[at] ~= '' then push(KEYS[2], KEYS[3], KEYS[4], sttl, at, at) end
 return {status, p[2], p[3]}
 `)
 
 // abandonScript removes the parked call if its id is the given one, whatever its age, and
-// appends the closing message: KEYS park, meta, hist, op; ARGV now, session ttl ms, call id,
+// appends the closing message: KEYS park, meta, hist, rec, op; ARGV now, session ttl ms, call id,
 // closing message (may be empty). Reply 1 or 0.
 var abandonScript = once(luaAppend + `
 local sttl = tonumber(ARGV[2])
@@ -143,7 +145,7 @@ local id = redis.call('HGET', KEYS[1], 'id')
 if not id or id ~= ARGV[3] then return 0 end
 redis.call('DEL', KEYS[1])
 if not alive(KEYS[2], sttl) then return 0 end
-if ARGV[4] ~= '' then push(KEYS[2], KEYS[3], sttl, 4, 4) end
+if ARGV[4] ~= '' then push(KEYS[2], KEYS[3], KEYS[4], sttl, 4, 4) end
 return 1
 `)
 
@@ -338,4 +340,20 @@ for i = 1, #cur, 2 do b = b + cjson.decode(cur[i + 1]).bytes + #cur[i] + tonumbe
 if b > 0 then redis.call('DECRBY', KEYS[3], b) end
 redis.call('DEL', KEYS[1], KEYS[2])
 return #cur / 2
+`)
+
+// putRecordScript records one run of a live session: KEYS meta, rec, op; ARGV now, session ttl
+// ms, records kept, the record's JSON. The ordinal counts in meta's "runs" field; the list keeps
+// the newest records and expires with meta (the session). Reply {ordinal, now ms}, or {-1} when
+// the session does not exist or expired.
+var putRecordScript = once(`
+local sttl = tonumber(ARGV[2])
+if not alive(KEYS[1], sttl) then return {-1} end
+local n = redis.call('HINCRBY', KEYS[1], 'runs', 1)
+redis.call('RPUSH', KEYS[2], n .. ':' .. ms(now) .. ':' .. ARGV[4])
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl <= 0 then ttl = sttl end
+redis.call('PEXPIRE', KEYS[2], ttl)
+return {n, ms(now)}
 `)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/osc-assistant/assistant/limits"
 )
@@ -159,6 +161,10 @@ type Store interface {
 	PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error
 	// Artifact returns one kept file, or ErrNotFound.
 	Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error)
+	// ArtifactPaths lists the paths of one run's kept files, sorted, without reading them: none
+	// when the run's files are not (or no longer) kept. ErrNotFound if the session does not
+	// exist.
+	ArtifactPaths(ctx context.Context, community, id, callID string) ([]string, error)
 
 	// PutFiles attaches reader files to the session, all or nothing: a file with the name of
 	// one already attached replaces it. The session may then hold at most lim.MaxFiles files and
@@ -177,6 +183,16 @@ type Store interface {
 	// DeleteFile removes one attached file and reports whether it was there.
 	DeleteFile(ctx context.Context, community, id, name string) (bool, error)
 
+	// PutRun records one server-side run of the session, for its manifest and its export. It
+	// sets the record's Ordinal (1 + the session's runs so far, counting those no longer kept)
+	// and Time (the store's clock), clips its texts (see ClipRun) and returns it as kept. Only
+	// the newest MaxRunRecords records are kept; they live and go with the session. It does not
+	// count as activity. ErrNotFound if the session does not exist.
+	PutRun(ctx context.Context, community, id string, rec RunRecord) (RunRecord, error)
+	// Runs returns the session's kept run records, oldest first; ErrNotFound if the session
+	// does not exist.
+	Runs(ctx context.Context, community, id string) ([]RunRecord, error)
+
 	// Close releases connections.
 	Close() error
 }
@@ -194,6 +210,79 @@ type SessionFile struct {
 	SHA256  string    `json:"sha256"`
 	Type    string    `json:"type"`
 	AddedAt time.Time `json:"added_at"`
+}
+
+// RunRecord is one server-side run of a session, kept for its manifest and export.
+type RunRecord struct {
+	Ordinal     int       `json:"ordinal"` // set by PutRun: 1 + the session's runs so far
+	CallID      string    `json:"call_id"`
+	Status      string    `json:"status"`
+	Description string    `json:"description"`
+	Code        string    `json:"code"`
+	Stdout      string    `json:"stdout"`
+	Stderr      string    `json:"stderr"`
+	Summary     string    `json:"summary"`
+	Files       []string  `json:"files"`     // the paths kept with PutArtifacts under CallID
+	Time        time.Time `json:"timestamp"` // set by PutRun from the store's clock
+}
+
+// MaxRunRecords is how many run records one session keeps: the newest. A session holds at most
+// limits.MaxSessionMessages messages and every run takes two, so this covers most sessions
+// whole; with the caps of ClipRun a record is at most about 400 KB, a session's records
+// about 25 MB (most are a few kilobytes).
+const MaxRunRecords = 64
+
+// The caps of a run record's fields, in code points; a longer text is cut (ClipRun). Stdout,
+// stderr and the summary have the caps of a posted result (the server runtime clips to them
+// already); the code that of a stored tool result.
+const (
+	MaxRunCodeChars        = limits.MaxToolResultLength
+	MaxRunStdoutChars      = limits.MaxStdoutChars
+	MaxRunStderrChars      = limits.MaxStderrChars
+	MaxRunSummaryChars     = limits.MaxSummaryChars
+	MaxRunDescriptionChars = limits.CodePoints(2000)
+	MaxRunStatusChars      = limits.CodePoints(64)
+	MaxRunCallIDChars      = limits.MaxCallIDChars
+)
+
+// ClipRun bounds a record as PutRun keeps it: every text valid UTF-8 (an invalid byte becomes
+// U+FFFD) and cut to its cap; Files at most limits.MaxSavedFiles paths, each at most
+// limits.MaxArtifactNameChars (a longer one could not have been kept, so it is left out), never
+// nil.
+func ClipRun(rec RunRecord) RunRecord {
+	rec.CallID = clipText(rec.CallID, MaxRunCallIDChars)
+	rec.Status = clipText(rec.Status, MaxRunStatusChars)
+	rec.Description = clipText(rec.Description, MaxRunDescriptionChars)
+	rec.Code = clipText(rec.Code, MaxRunCodeChars)
+	rec.Stdout = clipText(rec.Stdout, MaxRunStdoutChars)
+	rec.Stderr = clipText(rec.Stderr, MaxRunStderrChars)
+	rec.Summary = clipText(rec.Summary, MaxRunSummaryChars)
+	files := make([]string, 0, min(len(rec.Files), limits.MaxSavedFiles))
+	for _, p := range rec.Files {
+		if len(files) == limits.MaxSavedFiles {
+			break
+		}
+		if p != "" && utf8.ValidString(p) && utf8.RuneCountInString(p) <= int(limits.MaxArtifactNameChars) {
+			files = append(files, p)
+		}
+	}
+	rec.Files = files
+	return rec
+}
+
+// clipText is s as valid UTF-8, cut to at most n code points.
+func clipText(s string, n limits.CodePoints) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= int(n) {
+		return s // fewer bytes than the cap: fewer code points too
+	}
+	i, count := 0, 0
+	for i < len(s) && count < int(n) {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		count++
+	}
+	return s[:i]
 }
 
 // FileLimits bound one session's attached files.

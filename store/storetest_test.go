@@ -9,13 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/osc-assistant/assistant/limits"
 )
 
 // clock is a settable clock for tests.
@@ -788,6 +792,15 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 		if _, err := s.Artifact(ctx, "other", "s1", "toolu_1", "script.py"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("another community's session: %v, want ErrNotFound", err)
 		}
+		if got, err := s.ArtifactPaths(ctx, "c", "s1", "toolu_1"); err != nil || !slices.Equal(got, []string{"out/plot.png", "script.py"}) {
+			t.Errorf("ArtifactPaths = %q, %v", got, err)
+		}
+		if got, err := s.ArtifactPaths(ctx, "c", "s1", "toolu_2"); err != nil || got == nil || len(got) != 0 {
+			t.Errorf("ArtifactPaths of a run with no kept files = %#v, %v; want an empty list", got, err)
+		}
+		if _, err := s.ArtifactPaths(ctx, "c", "s2", "toolu_1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("ArtifactPaths of a missing session: %v, want ErrNotFound", err)
+		}
 		// Only the newest MaxArtifactRuns runs keep their files.
 		for i := range MaxArtifactRuns {
 			if err := s.PutArtifacts(ctx, "c", "s1", fmt.Sprintf("toolu_n%d", i), map[string][]byte{"f": {byte(i)}}); err != nil {
@@ -869,6 +882,136 @@ func testStore(t *testing.T, newStore func(t *testing.T, now func() time.Time) S
 		mustEnsure(t, s, "c", "s1")
 		if l, err := s.Files(ctx, "c", "s1"); err != nil || len(l) != 0 {
 			t.Errorf("a recreated session has files %+v %v", l, err)
+		}
+	})
+
+	t.Run("RunRecords", func(t *testing.T) {
+		s, clk := setup(t)
+		if _, err := s.PutRun(ctx, "c", "none", RunRecord{CallID: "x"}); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("PutRun to a missing session: %v, want ErrNotFound", err)
+		}
+		if _, err := s.Runs(ctx, "c", "none"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Runs of a missing session: %v, want ErrNotFound", err)
+		}
+		mustEnsure(t, s, "c", "s1")
+		if got, err := s.Runs(ctx, "c", "s1"); err != nil || len(got) != 0 {
+			t.Fatalf("Runs of a new session = %+v, %v", got, err)
+		}
+		in := RunRecord{Ordinal: 99, CallID: "toolu_1", Status: "ok", Description: "sum <a> & b", Code: "print(1)\n",
+			Stdout: "1\n", Stderr: "", Summary: "ok", Files: []string{"out.csv", "plots/a.png"}, Time: time.Unix(1, 0)}
+		got, err := s.PutRun(ctx, "c", "s1", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := in
+		want.Ordinal, want.Time = 1, clk.Now()
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("PutRun (-want +got):\n%s", d)
+		}
+		clk.Advance(time.Second)
+		second, err := s.PutRun(ctx, "c", "s1", RunRecord{CallID: "toolu_2", Status: "error", Stderr: "Traceback\n"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if second.Ordinal != 2 || !second.Time.Equal(clk.Now()) || second.Files == nil {
+			t.Errorf("second record = %+v, want ordinal 2 at %v with an empty file list", second, clk.Now())
+		}
+		list, err := s.Runs(ctx, "c", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff([]RunRecord{want, second}, list); d != "" {
+			t.Errorf("Runs (-want +got):\n%s", d)
+		}
+		// Keyed by community: another community's session of the same id sees none.
+		mustEnsure(t, s, "other", "s1")
+		if l, err := s.Runs(ctx, "other", "s1"); err != nil || len(l) != 0 {
+			t.Errorf("another community's session has records %+v %v", l, err)
+		}
+		// The newest MaxRunRecords are kept; ordinals keep counting.
+		for i := 3; i <= MaxRunRecords+5; i++ {
+			if _, err := s.PutRun(ctx, "c", "s1", RunRecord{CallID: fmt.Sprintf("toolu_%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list, err = s.Runs(ctx, "c", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != MaxRunRecords || list[0].Ordinal != 6 || list[len(list)-1].Ordinal != MaxRunRecords+5 || list[0].CallID != "toolu_6" {
+			t.Errorf("after %d runs: %d records, ordinals %d..%d", MaxRunRecords+5, len(list), list[0].Ordinal, list[len(list)-1].Ordinal)
+		}
+		// Records live with the session: Append refreshes them, expiry and deletion drop them.
+		mustAppend(t, s, "c", "s1", msg("1"))
+		clk.Advance(testLimits().SessionTTL - time.Second)
+		mustAppend(t, s, "c", "s1", msg("2"))
+		clk.Advance(2 * time.Second)
+		if l, err := s.Runs(ctx, "c", "s1"); err != nil || len(l) != MaxRunRecords {
+			t.Errorf("after Append refreshed the session: %d records, %v", len(l), err)
+		}
+		clk.Advance(testLimits().SessionTTL)
+		if _, err := s.Runs(ctx, "c", "s1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Runs after the session expired: %v, want ErrNotFound", err)
+		}
+		if _, err := s.PutRun(ctx, "c", "s1", RunRecord{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("PutRun after the session expired: %v, want ErrNotFound", err)
+		}
+		mustEnsure(t, s, "c", "s1")
+		if l, err := s.Runs(ctx, "c", "s1"); err != nil || len(l) != 0 {
+			t.Errorf("a recreated session has records %d, %v", len(l), err)
+		}
+		if r, err := s.PutRun(ctx, "c", "s1", RunRecord{}); err != nil || r.Ordinal != 1 {
+			t.Errorf("the recreated session's first record: %+v %v, want ordinal 1", r, err)
+		}
+		if err := s.DeleteSession(ctx, "c", "s1"); err != nil {
+			t.Fatal(err)
+		}
+		mustEnsure(t, s, "c", "s1")
+		if l, err := s.Runs(ctx, "c", "s1"); err != nil || len(l) != 0 {
+			t.Errorf("after DeleteSession: records %d, %v", len(l), err)
+		}
+	})
+
+	t.Run("RunRecordClipping", func(t *testing.T) {
+		s, _ := setup(t)
+		mustEnsure(t, s, "c", "s1")
+		long := func(n limits.CodePoints) string { return strings.Repeat("é", int(n)+10) }
+		paths := make([]string, 0, limits.MaxSavedFiles+3)
+		paths = append(paths, strings.Repeat("p", int(limits.MaxArtifactNameChars)+1), "", "bad\xffname")
+		for i := range limits.MaxSavedFiles {
+			paths = append(paths, fmt.Sprintf("f%02d.txt", i))
+		}
+		paths = append(paths, "one-too-many.txt")
+		in := RunRecord{CallID: long(MaxRunCallIDChars), Status: long(MaxRunStatusChars), Description: long(MaxRunDescriptionChars),
+			Code: long(MaxRunCodeChars), Stdout: "a\xffb" + long(MaxRunStdoutChars), Stderr: long(MaxRunStderrChars), Summary: long(MaxRunSummaryChars), Files: paths}
+		got, err := s.PutRun(ctx, "c", "s1", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []struct {
+			name string
+			got  string
+			max  limits.CodePoints
+		}{
+			{"call_id", got.CallID, MaxRunCallIDChars}, {"status", got.Status, MaxRunStatusChars}, {"description", got.Description, MaxRunDescriptionChars},
+			{"code", got.Code, MaxRunCodeChars}, {"stdout", got.Stdout, MaxRunStdoutChars}, {"stderr", got.Stderr, MaxRunStderrChars}, {"summary", got.Summary, MaxRunSummaryChars},
+		} {
+			if n := utf8.RuneCountInString(f.got); n != int(f.max) || !utf8.ValidString(f.got) {
+				t.Errorf("%s: %d code points (valid %v), want %d", f.name, n, utf8.ValidString(f.got), f.max)
+			}
+		}
+		if !strings.HasPrefix(got.Stdout, "a\uFFFDb") {
+			t.Errorf("stdout starts %q, want the invalid byte replaced", got.Stdout[:8])
+		}
+		if len(got.Files) != limits.MaxSavedFiles || got.Files[0] != "f00.txt" || slices.Contains(got.Files, "one-too-many.txt") {
+			t.Errorf("files = %q, want the %d valid ones", got.Files, limits.MaxSavedFiles)
+		}
+		list, err := s.Runs(ctx, "c", "s1")
+		if err != nil || len(list) != 1 {
+			t.Fatal(list, err)
+		}
+		if d := cmp.Diff(got, list[0]); d != "" {
+			t.Errorf("Runs differs from what PutRun returned (-put +runs):\n%s", d)
 		}
 	})
 

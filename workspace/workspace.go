@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -24,7 +25,10 @@ type Run struct {
 	Summary     string
 	// Files are the files the run saved (osa.save_script, osa.save_artifact), by path.
 	Files map[string][]byte
-	Time  time.Time
+	// Missing are files the run saved that the server no longer keeps (only a session's newest
+	// runs keep their files), by path.
+	Missing []string
+	Time    time.Time
 }
 
 // Entry is one run in manifest.json, the shape of the browser workspace's manifest.
@@ -34,15 +38,22 @@ type Entry struct {
 	Status      string   `json:"status"`
 	Description string   `json:"description"`
 	Files       []string `json:"files"`
-	Timestamp   string   `json:"timestamp"`
+	// Missing lists saved files the export does not hold any more; the browser's manifest has
+	// no such field, and it is left out when empty.
+	Missing   []string `json:"missing,omitempty"`
+	Timestamp string   `json:"timestamp"`
 }
 
 // Manifest lists runs in order, each with its saved files sorted.
 func Manifest(runs []Run) []Entry {
 	out := make([]Entry, 0, len(runs))
 	for _, r := range sorted(runs) {
+		var missing []string
+		if len(r.Missing) > 0 {
+			missing = slices.Sorted(slices.Values(r.Missing))
+		}
 		out = append(out, Entry{Ordinal: r.Ordinal, CallID: r.CallID, Status: r.Status, Description: r.Description,
-			Files: slices.Sorted(maps.Keys(r.Files)), Timestamp: r.Time.UTC().Format(time.RFC3339)})
+			Files: slices.Sorted(maps.Keys(r.Files)), Missing: missing, Timestamp: r.Time.UTC().Format(time.RFC3339)})
 	}
 	if out == nil {
 		out = []Entry{}
@@ -89,12 +100,18 @@ func WriteZip(w io.Writer, runs []Run, data map[string][]byte, modified time.Tim
 			}
 		}
 		for _, p := range slices.Sorted(maps.Keys(r.Files)) {
+			if !SafePath(p) {
+				continue // no entry may climb out of its folder
+			}
 			if err := add("artifacts/"+d+"/"+p, r.Time, r.Files[p]); err != nil {
 				return err
 			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(data)) {
+		if !SafePath(name) {
+			continue
+		}
 		if err := add("data/"+name, modified, data[name]); err != nil {
 			return err
 		}
@@ -181,4 +198,18 @@ func lines(s string) []string {
 		out = []string{}
 	}
 	return out
+}
+
+// SafePath reports whether p may name a zip entry below a folder: a clean relative path of
+// plain segments, with no "..", no backslash, no drive or leading slash.
+func SafePath(p string) bool {
+	if p == "" || strings.ContainsAny(p, "\\:\x00") || path.IsAbs(p) || path.Clean(p) != p {
+		return false
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,53 @@ print(len(nb.cells), [c.cell_type for c in nb.cells], nb.cells[1].outputs[0].tex
 	}
 	if got := string(out); got != "4 ['markdown', 'code', 'markdown', 'code'] 3\ndone\n stderr\n" {
 		t.Errorf("nbformat read %q", got)
+	}
+}
+
+// TestManifestMissing: files a run saved that are gone are listed under missing, sorted, and the
+// key is left out when none are.
+func TestManifestMissing(t *testing.T) {
+	runs := testRuns()
+	runs[0].Missing = []string{"z.png", "a.png"}
+	m := Manifest(runs)
+	if !slices.Equal(m[1].Missing, []string{"a.png", "z.png"}) || m[0].Missing != nil {
+		t.Errorf("missing = %q, %q", m[0].Missing, m[1].Missing)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(b, []byte(`"missing"`)); n != 1 {
+		t.Errorf("the manifest names missing %d times, want once: %s", n, b)
+	}
+}
+
+// TestSafePath: no zip entry can climb out of its folder, whatever a run named its file.
+func TestSafePath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"a.txt": true, "out/summary.csv": true, "a/b/c.png": true, ".hidden": true, "a..b": true,
+		"": false, "/etc/passwd": false, "../x": false, "a/../../x": false, "a/./b": false, "./a": false, "a/": false,
+		"a//b": false, `a\..\x`: false, "C:x": false, "a\x00b": false, "..": false, ".": false,
+	} {
+		if got := SafePath(p); got != want {
+			t.Errorf("SafePath(%q) = %v, want %v", p, got, want)
+		}
+	}
+	var b bytes.Buffer
+	runs := []Run{{Ordinal: 1, Files: map[string][]byte{"../escape.txt": []byte("x"), "ok.txt": []byte("y")}, Time: time.Unix(0, 0)}}
+	if err := WriteZip(&b, runs, map[string][]byte{"../d.csv": nil}, time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	z, err := zip.NewReader(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range z.File {
+		if strings.Contains(f.Name, "..") {
+			t.Errorf("the zip holds %q", f.Name)
+		}
+	}
+	if !slices.ContainsFunc(z.File, func(f *zip.File) bool { return f.Name == "artifacts/run-001/ok.txt" }) {
+		t.Error("the safe file is missing")
 	}
 }
