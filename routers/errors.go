@@ -68,6 +68,27 @@ var chatErrors = []struct {
 	{chat.ErrSessionFull, errSessionFull},
 }
 
+// fileStoreErrors are the store's refusals of a session's files, for a route that returns one
+// as it is (the upload route answers them with the community's numbers instead).
+var fileStoreErrors = []struct {
+	err error
+	api *apiError
+}{
+	{store.ErrTooManyFiles, &apiError{http.StatusConflict, "The session holds as many files as it may."}},
+	{store.ErrSessionFilesFull, &apiError{http.StatusRequestEntityTooLarge, "The session's files would exceed its size limit."}},
+	{store.ErrArtifactBudget, errUploadsStorage},
+}
+
+// fileStoreError is the answer to one of fileStoreErrors, or nil.
+func fileStoreError(err error) *apiError {
+	for _, m := range fileStoreErrors {
+		if errors.Is(err, m.err) {
+			return m.api
+		}
+	}
+	return nil
+}
+
 // chatAPIError is the answer to one of the chat's errors: a refusal gets its code's status and
 // its own text, a session error the reference's answer; nil for any other error.
 func chatAPIError(err error) *apiError {
@@ -142,6 +163,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 		mbe    *http.MaxBytesError
 	)
 	if a := chatAPIError(err); a != nil {
+		err = a
+	} else if a := fileStoreError(err); a != nil {
 		err = a
 	}
 	switch {

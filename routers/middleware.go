@@ -186,7 +186,7 @@ func (s *Server) run(c echo.Context, h echo.HandlerFunc) (err error) {
 		}
 	}()
 	s.cors(c)
-	if body := c.Request().Body; body != nil && body != http.NoBody {
+	if body := c.Request().Body; body != nil && body != http.NoBody && !s.boundsOwnBody(c) {
 		return s.bodyLimit(h)(c)
 	}
 	return h(c)
@@ -236,7 +236,11 @@ func (s *Server) cors(c echo.Context) {
 		}
 	}
 	if preflight && h.Get("Access-Control-Allow-Origin") != "" {
-		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+		methods := "GET, POST, OPTIONS"
+		if c.Request().Header.Get("Access-Control-Request-Method") == http.MethodDelete {
+			methods = "GET, POST, DELETE, OPTIONS" // a session's file (DELETE …/files/{name})
+		}
+		h.Set("Access-Control-Allow-Methods", methods)
 		h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
 		h.Set("Access-Control-Max-Age", "600")
 	}

@@ -51,6 +51,14 @@ func (s *Server) routes() *echo.Echo {
 	g.POST("/:c/chat", s.chatHandler, s.rateLimit("chat", rl.ChatPerMinute, rl.ChatPerHour))
 	g.POST("/:c/chat/resume", s.resumeHandler, s.rateLimit("resume", rl.ResumePerMinute, rl.ResumePerHour))
 	getRoute(g, "/:c/sessions/:session/artifacts/:call/*", s.artifact)
+	// A session's files, its runs' manifest and its export (issue 14). Writes and exports are
+	// limited like resumes, under their own counter; the listings are as free as the artifacts.
+	files := s.rateLimit("files", rl.ResumePerMinute, rl.ResumePerHour)
+	getRoute(g, "/:c/sessions/:session/artifacts", s.manifest)
+	g.POST(uploadRoute, s.uploadFiles, files)
+	getRoute(g, uploadRoute, s.listFiles)
+	g.DELETE("/:c/sessions/:session/files/:name", s.deleteFile, files)
+	getRoute(g, "/:c/sessions/:session/export.zip", s.export, files)
 
 	// Preflights need no route of their own: s.cors (called by s.run) adds the CORS headers,
 	// and echo's router answers OPTIONS with 204 on a path some route serves and 404 on any
