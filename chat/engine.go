@@ -75,8 +75,9 @@ type Engine struct {
 }
 
 // SessionStore is where the engine keeps sessions: their history, the one parked browser call,
-// the turn lock and the files of server runs (store.Store implements it; see it for each
-// method's contract). Every write to a history is made under the session's turn lock.
+// the turn lock, the files and records of server runs and the reader's attached files
+// (store.Store implements it; see it for each method's contract). Every write to a history is
+// made under the session's turn lock.
 type SessionStore interface {
 	Session(ctx context.Context, community, id string) (store.Session, error)
 	EnsureSession(ctx context.Context, community, id string) (s store.Session, created bool, err error)
@@ -88,6 +89,9 @@ type SessionStore interface {
 	Abandon(ctx context.Context, community, id, callID string, closing json.RawMessage) (bool, error)
 	Lock(ctx context.Context, community, id string, ttl time.Duration) (unlock func(), err error)
 	PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error
+	Files(ctx context.Context, community, id string) ([]store.SessionFile, error)
+	File(ctx context.Context, community, id, name string) (store.SessionFile, []byte, error)
+	PutRun(ctx context.Context, community, id string, rec store.RunRecord) (store.RunRecord, error)
 }
 
 // Runner runs a python client tool's code in the server's own engine, under the community's
@@ -95,8 +99,9 @@ type SessionStore interface {
 // the run saved (path → bytes).
 type Runner interface {
 	// RunTool runs code for session sessionID of c (a runner may keep the session's
-	// interpreter alive between its runs).
-	RunTool(ctx context.Context, c *config.Community, dep config.Deployment, sessionID, callID, code string) (toolresults.Result, map[string][]byte, error)
+	// interpreter alive between its runs). data are the session's attached files (name →
+	// verified bytes, nil when c takes no uploads), which the code reads at /data/<name>.
+	RunTool(ctx context.Context, c *config.Community, dep config.Deployment, sessionID, callID, code string, data map[string][]byte) (toolresults.Result, map[string][]byte, error)
 }
 
 // MCPTools are the tools of the communities' MCP servers (mcp.Manager implements it): Tools is
@@ -199,7 +204,12 @@ func (e *Engine) Chat(ctx context.Context, t Turn, message string, sink Sink) er
 			return err
 		}
 	}
-	user := Message{Role: RoleUser, Content: []Block{{Type: BlockText, Text: message}}}
+	// The model is told which files are attached when they changed since it was last told.
+	user := Message{Role: RoleUser}
+	if note := e.filesNote(ctx, t.Community, id); note != nil {
+		user.Content = append(user.Content, *note)
+	}
+	user.Content = append(user.Content, Block{Type: BlockText, Text: message})
 	if _, err := e.appendMsgs(ctx, c, id, user); err != nil {
 		return err
 	}
@@ -248,11 +258,13 @@ func (e *Engine) Resume(ctx context.Context, t Turn, res *toolresults.Result, si
 	}
 	// The claim is what makes a result count at most once: of concurrent resumes of one call
 	// exactly one gets past it, and its result is appended in the same step.
-	answer, err := marshalMsg(toolResultMessage(call, []Block{{Type: BlockText, Text: res.StoredText()}}, res.IsError()))
+	// Files attached while the browser ran are told of with the result, in either answer.
+	note := e.filesNote(ctx, t.Community, id)
+	answer, err := marshalMsg(withNote(toolResultMessage(call, []Block{{Type: BlockText, Text: res.StoredText()}}, res.IsError()), note))
 	if err != nil {
 		return err
 	}
-	late, err := marshalMsg(toolResultMessage(call, []Block{{Type: BlockText, Text: msgNotInTime}}, true))
+	late, err := marshalMsg(withNote(toolResultMessage(call, []Block{{Type: BlockText, Text: msgNotInTime}}, true), note))
 	if err != nil {
 		return err
 	}
@@ -280,7 +292,7 @@ func (e *Engine) Resume(ctx context.Context, t Turn, res *toolresults.Result, si
 	for _, b := range res.LiveBlocks(route.Provider.ImagesAllowed()) {
 		live = append(live, Block{Type: BlockType(b.Type), Text: b.Text, MediaType: b.MediaType, Data: b.Data})
 	}
-	history[len(history)-1] = toolResultMessage(call, live, res.IsError())
+	history[len(history)-1] = withNote(toolResultMessage(call, live, res.IsError()), note)
 	r := &turn{e: e, t: t, id: id, route: route, history: history, runs: call.RunsBefore + 1, mcpCalls: call.MCPCallsBefore, sink: sink}
 	return r.loop(ctx)
 }

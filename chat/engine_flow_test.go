@@ -358,7 +358,7 @@ func TestEngineRefusals(t *testing.T) {
 // okRunner runs every server call successfully, saving one file.
 type okRunner struct{}
 
-func (okRunner) RunTool(_ context.Context, _ *config.Community, _ config.Deployment, _, callID, _ string) (toolresults.Result, map[string][]byte, error) {
+func (okRunner) RunTool(_ context.Context, _ *config.Community, _ config.Deployment, _, callID, _ string, _ map[string][]byte) (toolresults.Result, map[string][]byte, error) {
 	return toolresults.Result{CallID: callID, Status: "ok", Stdout: "1\n", Artifacts: []string{"out.txt"}}, map[string][]byte{"out.txt": []byte("1")}, nil
 }
 

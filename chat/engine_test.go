@@ -32,7 +32,7 @@ func (s *recordSink) Send(ev StreamEvent) error {
 // failingRunner fails every server run with err.
 type failingRunner struct{ err error }
 
-func (r failingRunner) RunTool(context.Context, *config.Community, config.Deployment, string, string, string) (toolresults.Result, map[string][]byte, error) {
+func (r failingRunner) RunTool(context.Context, *config.Community, config.Deployment, string, string, string, map[string][]byte) (toolresults.Result, map[string][]byte, error) {
 	return toolresults.Result{}, nil, r.err
 }
 

@@ -34,7 +34,8 @@ type Message struct {
 
 // Block is one content block.
 //
-//   - text: Text.
+//   - text: Text. A note of the attached files (files.go) also has Files, the fingerprint of
+//     the set it announced; providers send only its Text.
 //   - image: MediaType and Data (standard base64). Only ever sent live, never stored.
 //   - tool_use (assistant): ToolUseID, Name, Input (a JSON object).
 //   - tool_result (user): ToolUseID, IsError, and Content: text and image blocks.
@@ -48,6 +49,7 @@ type Block struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
 	Content   []Block         `json:"content,omitempty"`
+	Files     string          `json:"files,omitempty"`
 }
 
 // Tool is a tool offered to the model.

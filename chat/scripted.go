@@ -89,10 +89,11 @@ func tool(tools []Tool, name string) Tool {
 	return Tool{}
 }
 
+// textOf is the text the reader wrote in m: a files note is data, never a request.
 func textOf(m Message) string {
 	var b strings.Builder
 	for _, blk := range m.Content {
-		if blk.Type == BlockText {
+		if blk.Type == BlockText && blk.Files == "" {
 			b.WriteString(blk.Text)
 		}
 	}

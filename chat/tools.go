@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/osc-assistant/assistant/limits"
 	"github.com/osc-assistant/assistant/store"
+	"github.com/osc-assistant/assistant/toolresults"
 )
 
 // boundTools is what one request binds: configured ∩ declared, then get_full_output.
@@ -188,52 +190,33 @@ func (r *turn) runOnServer(ctx context.Context, b *batch, call checkedCall) erro
 	return nil
 }
 
-// serverRun runs one client-tool call in the server's engine, with tool_start and tool_end
-// events, keeps the files it saved with the session, and returns the tool result the model reads:
-// the same fenced text a browser run gives.
+// runInput is what a python tool's checked arguments hold.
+type runInput struct {
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+// serverRun runs one client-tool call in the server's engine, with the session's attached
+// files at /data and with tool_start and tool_end events, keeps the files it saved and a record
+// of it with the session, and returns the tool result the model reads: the same fenced text a
+// browser run gives.
 func (r *turn) serverRun(ctx context.Context, call checkedCall) (Block, error) {
-	e, t, id, sink, args := r.e, r.t, r.id, r.sink, call.Args
-	var in struct {
-		Code        string `json:"code"`
-		Description string `json:"description"`
-	}
-	_ = json.Unmarshal(args, &in)
+	sink := r.sink
+	var in runInput
+	_ = json.Unmarshal(call.Args, &in)
 	var input any
-	_ = json.Unmarshal(args, &input)
+	_ = json.Unmarshal(call.Args, &input)
 	if err := sink.Send(ToolStartEvent{Name: call.Name, Input: input, CallID: call.ID}); err != nil {
 		return Block{}, err
 	}
-	res, files, err := e.Runner.RunTool(ctx, t.Community, t.Deployment, id, call.ID, in.Code)
+	res, files, err := r.runTool(ctx, call.ID, in.Code)
 	if err != nil {
-		if ctx.Err() != nil {
-			return Block{}, ctx.Err()
-		}
-		e.log().Warn("server-side run failed", slog.String("community", t.Community.ID), slog.Any("error", err))
-		text := fmt.Sprintf(msgServerBusy, err)
-		var stopped interface{ RunStopped() bool }
-		if errors.As(err, &stopped) && stopped.RunStopped() {
-			text = msgRunStopped
-		}
-		if err := sink.Send(ToolEndEvent{Name: call.Name, Output: text, CallID: call.ID}); err != nil {
-			return Block{}, err
-		}
-		return errorResult(call.ID, text), nil
+		return r.serverRunFailed(ctx, call, in, err)
 	}
-	if len(files) > 0 {
-		err := e.Store.PutArtifacts(ctx, t.Community.ID, id, call.ID, files)
-		switch {
-		case errors.Is(err, store.ErrArtifactBudget):
-			// As the browser does when its workspace is full: the run stands, its files are not
-			// kept, and its stderr says so.
-			if res.Stderr != "" && !strings.HasSuffix(res.Stderr, "\n") {
-				res.Stderr += "\n"
-			}
-			res.Stderr += msgFilesNotKept
-			res.Artifacts = nil
-		case err != nil:
-			e.log().Error("keeping a run's files failed", slog.String("community", t.Community.ID), slog.Any("error", err))
-		}
-	}
+	var kept []string
+	res, kept = r.keepFiles(ctx, call.ID, res, files)
+	r.recordRun(ctx, store.RunRecord{CallID: call.ID, Status: res.Status, Description: in.Description, Code: in.Code,
+		Stdout: res.Stdout, Stderr: res.Stderr, Summary: res.Summary, Files: kept})
 	text := res.Text()
 	// call_id and artifacts (not in the reference's events) let a client fetch the run's files
 	// from /{c}/sessions/{session}/artifacts/{call_id}/{path}.
@@ -241,6 +224,73 @@ func (r *turn) serverRun(ctx context.Context, call checkedCall) (Block, error) {
 		return Block{}, err
 	}
 	return Block{Type: BlockToolResult, ToolUseID: call.ID, IsError: res.IsError(), Content: []Block{{Type: BlockText, Text: text}}}, nil
+}
+
+// runTool reads the session's attached files and runs code with them.
+func (r *turn) runTool(ctx context.Context, callID, code string) (toolresults.Result, map[string][]byte, error) {
+	e, t := r.e, r.t
+	data, err := e.runData(ctx, t.Community, r.id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return toolresults.Result{}, nil, ctx.Err()
+		}
+		e.log().Error("reading a session's files for a run failed", slog.String("community", t.Community.ID), slog.Any("error", err))
+		return toolresults.Result{}, nil, errFilesUnreadable
+	}
+	return e.Runner.RunTool(ctx, t.Community, t.Deployment, r.id, callID, code, data)
+}
+
+// serverRunFailed answers a server run that did not give a result: nothing ran (the server
+// could not take it), or its worker ended part way, which is recorded as a failed run.
+func (r *turn) serverRunFailed(ctx context.Context, call checkedCall, in runInput, err error) (Block, error) {
+	if ctx.Err() != nil {
+		return Block{}, ctx.Err()
+	}
+	r.e.log().Warn("server-side run failed", slog.String("community", r.t.Community.ID), slog.Any("error", err))
+	text := fmt.Sprintf(msgServerBusy, err)
+	var stopped interface{ RunStopped() bool }
+	if errors.As(err, &stopped) && stopped.RunStopped() {
+		text = msgRunStopped
+		r.recordRun(ctx, store.RunRecord{CallID: call.ID, Status: toolresults.StatusError, Description: in.Description, Code: in.Code, Stderr: text})
+	}
+	if err := r.sink.Send(ToolEndEvent{Name: call.Name, Output: text, CallID: call.ID}); err != nil {
+		return Block{}, err
+	}
+	return errorResult(call.ID, text), nil
+}
+
+// keepFiles keeps the files a run saved with the session and returns the result the model
+// reads and the paths kept (none when the store refused them).
+func (r *turn) keepFiles(ctx context.Context, callID string, res toolresults.Result, files map[string][]byte) (toolresults.Result, []string) {
+	if len(files) == 0 {
+		return res, nil
+	}
+	err := r.e.Store.PutArtifacts(ctx, r.t.Community.ID, r.id, callID, files)
+	switch {
+	case errors.Is(err, store.ErrArtifactBudget):
+		// As the browser does when its workspace is full: the run stands, its files are not
+		// kept, and its stderr says so.
+		if res.Stderr != "" && !strings.HasSuffix(res.Stderr, "\n") {
+			res.Stderr += "\n"
+		}
+		res.Stderr += msgFilesNotKept
+		res.Artifacts = nil
+		return res, nil
+	case err != nil:
+		r.e.log().Error("keeping a run's files failed", slog.String("community", r.t.Community.ID), slog.Any("error", err))
+		return res, nil
+	}
+	return res, slices.Sorted(maps.Keys(files))
+}
+
+// recordRun keeps a record of a server run for the session's manifest and export: its summary
+// is the runtime's short summary line (the one inside the model's result), not the whole text
+// the model read. A record that cannot be kept is logged; the turn goes on.
+func (r *turn) recordRun(ctx context.Context, rec store.RunRecord) {
+	// Kept even when the reader went away: the run happened.
+	if _, err := r.e.Store.PutRun(context.WithoutCancel(ctx), r.t.Community.ID, r.id, rec); err != nil {
+		r.e.log().Error("recording a server run failed", slog.String("community", r.t.Community.ID), slog.String("call_id", rec.CallID), slog.Any("error", err))
+	}
 }
 
 func nonNil(s []string) []string {

@@ -49,12 +49,15 @@ func (r toolRunner) ToolNote() string {
 	return "This tool runs on the server, not in the reader's browser. " + sandbox.PackagesNote(r.packages)
 }
 
-func (r toolRunner) RunTool(ctx context.Context, c *config.Community, dep config.Deployment, sessionID, callID, code string) (toolresults.Result, map[string][]byte, error) {
+// RunTool runs code under c's policy for dep; data (the session's attached files, checked by
+// the chat engine) are mounted read-only at /data/<name>, from their bytes.
+func (r toolRunner) RunTool(ctx context.Context, c *config.Community, dep config.Deployment, sessionID, callID, code string, data map[string][]byte) (toolresults.Result, map[string][]byte, error) {
 	req, lim, err := policyRequest(c, dep)
 	if err != nil {
 		return toolresults.Result{}, nil, err
 	}
 	req.Source = code
+	req.Data = data
 	req.AllowLoopback = r.allowLoopback
 	var res sandbox.Result
 	if r.inSession != nil && sessionID != "" {
