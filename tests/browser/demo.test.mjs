@@ -1,6 +1,7 @@
 // End-to-end tests of the demo page in a real browser: Debian's Chromium driven by
 // playwright-core, against the real server binary with the offline scripted model and the
-// test community of tests/browser/communities (its overlay holds the project's own wheel).
+// test communities of tests/browser/communities: browser-test (its overlay holds the project's
+// own wheel) and browser-uploads (readers attach files, which runs read at /data).
 //
 // Environment:
 //   ASSISTANT_BIN   the assistant binary (default: built here with go build)
@@ -11,6 +12,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -25,6 +27,7 @@ const artifacts = path.resolve(process.env.ARTIFACTS || path.join(repo, "tests/a
 const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const CI = process.env.CI === "true";
 const COMMUNITY = "browser-test";
+const UPLOADS = "browser-uploads"; // runtime.python.uploads enabled
 const BASE_PATH = "/osa"; // the page must work under a mount prefix
 const PLACEHOLDER_ORIGIN = "http://127.0.0.1:47001";
 const EXEC_SECONDS = 3; // the test community's limits.exec_seconds
@@ -352,6 +355,164 @@ except osa.SaveRefused as e:
     assert.equal(outcome.result.status, "ok", outcome.result.stderr.head);
     assert.equal(outcome.result.stdout.head, "hello from the allowed server\n");
     assert.deepEqual(violations, []);
+  });
+
+  // ---- attached files: the picker uploads to the session, and runs here read them at /data.
+
+  const SALES = "region,amount\nnorth,10\nsouth,32.5\nnorth,7.25\neast,0.25\n";
+  const NOTES = "attached notes\n";
+  const sha256 = (text) => crypto.createHash("sha256").update(text).digest("hex");
+  const filesPath = /\/sessions\/([^/]+)\/files(\/[^/]+)?$/;
+  let uploadSession; // the session id the page started for its first upload
+
+  // pick chooses files in the picker and waits for the upload's answer and the list.
+  async function pick(files) {
+    const answered = page.waitForResponse((r) => r.request().method() === "POST" && filesPath.test(new URL(r.url()).pathname));
+    await page.setInputFiles("#file-input", files);
+    const resp = await answered;
+    await page.waitForSelector('#uploads[data-state="idle"]');
+    return { status: resp.status(), body: await resp.json(), session: decodeURIComponent(filesPath.exec(new URL(resp.url()).pathname)[1]) };
+  }
+  const listed = () => page.$$eval('#file-list [data-role="attached-file"]', (lis) => lis.map((li) => li.innerText.replace(/\s+/g, " ").trim()));
+  const csvFile = (name, text) => ({ name, mimeType: "text/csv", buffer: Buffer.from(text) });
+  // serverMessage is what the page shows of a refusal's body (app.js errorText).
+  const serverMessage = (body) => (typeof body.detail === "string" ? body.detail : body.details ? `${body.error}: ${body.details}` : body.error);
+
+  test("attached files: the picker shows only where uploads are enabled; accept follows types", async () => {
+    assert.equal(await page.isHidden("#uploads"), true, "browser-test has no uploads: no picker");
+    await page.goto(`${server.url}${UPLOADS}/demo/`);
+    await page.waitForSelector('#runtime[data-state="ready"], #runtime[data-state="failed"]');
+    assert.equal(await page.getAttribute("#runtime", "data-state"), "ready", await page.textContent("#runtime-status"));
+    assert.equal(await page.isVisible("#uploads"), true);
+    assert.equal(await page.getAttribute("#file-input", "accept"), ".csv,.tsv,.txt,.json");
+    assert.equal(await page.getAttribute("#file-input", "type"), "file");
+    assert.equal(
+      await page.textContent("#uploads-hint"),
+      'Types: csv, tsv, txt, json. At most 1 MB a file, 3 files, 2 MB in all. Names may use letters, digits, ".", "_" and "-". Code run in this browser reads them at /data/<name>.',
+    );
+    assert.deepEqual(await listed(), []);
+  });
+
+  test("attached files: a refusal shows the server's message, as text, and attaches nothing", async () => {
+    const bad = await pick([{ name: "bad.csv", mimeType: "text/csv", buffer: Buffer.from([0x61, 0x2c, 0xff, 0xfe, 0x0a]) }]);
+    assert.ok(bad.status >= 400 && bad.status < 500, `invalid UTF-8 in a .csv: HTTP ${bad.status}`);
+    uploadSession = bad.session;
+    assert.match(uploadSession, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, "before any message, the page starts a session of its own");
+    assert.equal(await page.textContent("#uploads-error"), `Not attached: ${serverMessage(bad.body)}`);
+    assert.match(serverMessage(bad.body), /UTF-8/);
+    assert.deepEqual(await listed(), []);
+    // A name that is markup: refused by the server, and whatever the message quotes is text.
+    const evil = "<img src=x onerror=window.__xss=1>.csv";
+    const named = await pick([csvFile(evil, "a\n1\n")]);
+    assert.ok(named.status >= 400 && named.status < 500, `a name with markup: HTTP ${named.status}`);
+    assert.equal(await page.textContent("#uploads-error"), `Not attached: ${serverMessage(named.body)}`);
+    assert.equal(await page.locator("#uploads img, #uploads-error *").count(), 0);
+    assert.equal(await page.evaluate(() => window.__xss), undefined);
+    assert.match(serverMessage(named.body), /name/);
+    assert.deepEqual(await listed(), []);
+    // A file surely over max_file_mb (1) is not sent at all.
+    const posts = [];
+    const onRequest = (r) => r.method() === "POST" && filesPath.test(new URL(r.url()).pathname) && posts.push(r.url());
+    page.on("request", onRequest);
+    await page.setInputFiles("#file-input", [csvFile("big.csv", "a\n" + "1\n".repeat(800_000))]);
+    await page.waitForFunction(() => document.getElementById("uploads-error").textContent.includes("big.csv"));
+    page.off("request", onRequest);
+    assert.equal(await page.textContent("#uploads-error"), "big.csv is 1.5 MB, over the 1 MB a file may be; nothing was attached.");
+    assert.deepEqual(posts, []);
+  });
+
+  test("attached files: a CSV picked here is at /data for the next run, read with csv", async () => {
+    const up = await pick([csvFile("sales.csv", SALES)]);
+    assert.equal(up.status, 200, JSON.stringify(up.body));
+    assert.equal(up.session, uploadSession, "the same session as the refused upload");
+    assert.deepEqual(
+      up.body.files.map((f) => [f.name, f.bytes, f.sha256, f.type]),
+      [["sales.csv", SALES.length, sha256(SALES), "csv"]],
+    );
+    assert.equal(await page.isHidden("#uploads-error"), true, "a success clears the last refusal");
+    assert.deepEqual(await listed(), [`sales.csv (${SALES.length} bytes) Remove`]);
+    const code = `
+import csv, os
+from collections import defaultdict
+with open("/data/sales.csv", newline="") as f:
+    rows = list(csv.DictReader(f))
+by = defaultdict(float)
+for r in rows:
+    by[r["region"]] += float(r["amount"])
+print("rows", len(rows))
+print("north", by["north"])
+print("total", sum(by.values()))
+print("files", sorted(os.listdir("/data")))
+try:
+    open("/data/sales.csv", "a").write("x")
+    print("WROTE")
+except OSError as e:
+    print("read-only:", type(e).__name__)
+`.trim();
+    const { text, chat, resume } = await ask(fence(code));
+    assert.equal(chat.body.session_id, uploadSession, "/chat names the session the files were uploaded to");
+    const r = resume.body.result;
+    assert.equal(r.status, "ok", r.stderr);
+    assert.equal(r.stdout, "rows 4\nnorth 17.25\ntotal 50.0\nfiles ['sales.csv']\nread-only: PermissionError\n");
+    assert.match(text, /total 50\.0/);
+    assert.equal(resume.body.session_id, uploadSession);
+  });
+
+  test("attached files: a removed file is gone from /data for the next run; what a run changed is undone", async () => {
+    const up = await pick([{ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from(NOTES) }]);
+    assert.equal(up.status, 200, JSON.stringify(up.body));
+    assert.deepEqual(up.body.files.map((f) => f.name).sort(), ["notes.txt", "sales.csv"]);
+    assert.deepEqual((await listed()).sort(), [`notes.txt (${NOTES.length} bytes) Remove`, `sales.csv (${SALES.length} bytes) Remove`]);
+    // Two more would be 4, over max_files (3): refused whole, so neither is attached.
+    const over = await pick([csvFile("a.csv", "a\n1\n"), csvFile("b.csv", "b\n2\n")]);
+    assert.ok(over.status >= 400 && over.status < 500, `the 4th file: HTTP ${over.status}`);
+    assert.equal(await page.textContent("#uploads-error"), `Not attached: ${serverMessage(over.body)}`);
+    assert.equal((await listed()).length, 2);
+    await page.screenshot({ path: path.join(artifacts, "demo-attached-files.png"), fullPage: true });
+    // A run that forces its way into /data: its changes do not reach the next run.
+    const vandal = `
+import os
+os.chmod("/data", 0o755)
+os.chmod("/data/notes.txt", 0o644)
+open("/data/notes.txt", "w").write("changed")
+open("/data/extra.csv", "w").write("x\\n")
+os.mkdir("/data/sub")
+print(sorted(os.listdir("/data")))
+`.trim();
+    const v = await ask(fence(vandal));
+    assert.equal(v.resume.body.result.stdout, "['extra.csv', 'notes.txt', 'sales.csv', 'sub']\n", v.resume.body.result.stderr);
+    const removed = page.waitForResponse((r) => r.request().method() === "DELETE" && filesPath.test(new URL(r.url()).pathname));
+    await page.click('#file-list [data-name="sales.csv"] button[data-action="remove-file"]');
+    const resp = await removed;
+    assert.ok(resp.ok(), `DELETE answered ${resp.status()}`);
+    assert.equal(decodeURIComponent(filesPath.exec(new URL(resp.url()).pathname)[2]), "/sales.csv");
+    await page.waitForSelector('#uploads[data-state="idle"]');
+    assert.deepEqual(await listed(), [`notes.txt (${NOTES.length} bytes) Remove`]);
+    const code = `
+import os
+print(sorted(os.listdir("/data")))
+print(os.path.exists("/data/sales.csv"))
+print(open("/data/notes.txt").read(), end="")
+`.trim();
+    const { resume } = await ask(fence(code));
+    assert.equal(resume.body.result.stdout, `['notes.txt']\nFalse\n${NOTES}`, resume.body.result.stderr);
+  });
+
+  test("attached files: a restarted Python (after a timeout) has them again", async () => {
+    const t = await ask(fence("while True:\n    pass"));
+    assert.equal(t.resume.body.result.status, "timeout");
+    await page.waitForSelector('#runtime[data-state="ready"]');
+    const { resume } = await ask(fence('print(open("/data/notes.txt").read(), end="")'));
+    assert.equal(resume.body.result.stdout, NOTES, resume.body.result.stderr);
+  });
+
+  test("attached files: a new conversation has none, and /data is empty for its runs", async () => {
+    await page.click("#new-chat");
+    assert.deepEqual(await listed(), []);
+    const { chat, resume } = await ask(fence('import os\nprint(os.listdir("/data"))'));
+    assert.equal(chat.body.session_id, undefined, "a new conversation without files names no session");
+    assert.equal(resume.body.result.stdout, "[]\n", resume.body.result.stderr);
+    assert.notEqual(resume.body.session_id, uploadSession);
   });
 });
 

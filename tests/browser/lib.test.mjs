@@ -9,10 +9,12 @@ import fs from "node:fs";
 import { describe, test } from "node:test";
 
 import {
+  AttachedFiles,
   FullOutputStore,
   RESULT_KEYS,
   TEXTS,
   Workspace,
+  acceptOf,
   allowedText,
   answerFullOutput,
   artifactNameProblem,
@@ -20,8 +22,12 @@ import {
   clip,
   clipCaptured,
   closure,
+  formatBytes,
+  isDataFileName,
   mergeLock,
+  newSessionId,
   toolResult,
+  uploadsOf,
 } from "../../web/static/lib.mjs";
 
 const vectors = (name) => JSON.parse(fs.readFileSync(new URL(`../../web/testdata/${name}`, import.meta.url), "utf8"));
@@ -190,5 +196,80 @@ describe("results", () => {
     store.put("b", { stdout: "123456", stderr: "", traceback: "", images: [] });
     assert.equal(store.get("a"), undefined);
     assert.ok(store.get("b"));
+  });
+});
+
+describe("attached files (runtime.python.uploads)", () => {
+  test("only a plain one-segment name is written under /data", () => {
+    for (const ok of ["sales.csv", "a", "A-b_c.1.TSV", "..x", ".hidden"]) assert.equal(isDataFileName(ok), true, ok);
+    for (const bad of ["", ".", "..", "../x.csv", "a/b.csv", "/etc/passwd", "a b.csv", "<b>x</b>.csv", "é.csv", "a\0.csv", 7, null]) {
+      assert.equal(isDataFileName(bad), false, String(bad));
+    }
+  });
+  test("uploadsOf reads GET /{c}'s runtime.python.uploads; off unless enabled is true", () => {
+    assert.equal(uploadsOf({}), null);
+    assert.equal(uploadsOf({ runtime: { python: { uploads: { enabled: false, types: ["csv"] } } } }), null);
+    assert.equal(uploadsOf({ runtime: { python: { uploads: { enabled: "true" } } } }), null);
+    assert.deepEqual(uploadsOf({ runtime: { python: { uploads: { enabled: true, max_file_mb: 25, max_session_mb: 100, max_files: 16, types: ["csv", "json", "<x>", 3] } } } }), {
+      max_file_mb: 25,
+      max_session_mb: 100,
+      max_files: 16,
+      types: ["csv", "json"],
+    });
+    assert.equal(acceptOf(["csv", "tsv"]), ".csv,.tsv");
+  });
+  test("sizes read as a reader expects", () => {
+    const cases = [
+      [0, "0 bytes"],
+      [1, "1 byte"],
+      [1023, "1023 bytes"],
+      [1024, "1 KB"],
+      [1536, "1.5 KB"],
+      [10 * 1024 + 300, "10 KB"],
+      [25 * 1024 * 1024, "25 MB"],
+      [3 * 1024 ** 3, "3 GB"],
+      [-1, ""],
+    ];
+    for (const [n, want] of cases) assert.equal(formatBytes(n), want, String(n));
+  });
+  test("a session id of the page's own is a UUID4", () => {
+    const a = newSessionId();
+    assert.match(a, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.notEqual(newSessionId(), a);
+  });
+  test("the page holds bytes only for listed files it uploaded, while the server's sha256 stays", () => {
+    const a = new AttachedFiles();
+    const v0 = a.version;
+    const bytes = (s) => new TextEncoder().encode(s);
+    const sent = new Map([
+      ["a.csv", bytes("x\n1\n")],
+      ["b.csv", bytes("y\n2\n")],
+    ]);
+    a.setList(
+      [
+        { name: "a.csv", bytes: 4, sha256: "aaa", type: "csv" },
+        { name: "b.csv", bytes: 4, sha256: "bbb", type: "csv" },
+        { name: "old.csv", bytes: 9, sha256: "ooo", type: "csv" },
+        { name: "../evil.csv", bytes: 1, sha256: "eee", type: "csv" },
+      ],
+      sent,
+    );
+    assert.ok(a.version > v0);
+    assert.deepEqual(a.list.map((f) => f.name), ["a.csv", "b.csv", "old.csv"]);
+    assert.deepEqual(a.data().map((f) => f.name), ["a.csv", "b.csv"]);
+    assert.equal(a.has("old.csv"), false, "a file this page did not upload has no bytes here");
+    // A later list keeps what was held, unless the server's sha256 of it changed.
+    a.setList([
+      { name: "a.csv", bytes: 4, sha256: "aaa" },
+      { name: "b.csv", bytes: 4, sha256: "bbb2" },
+    ]);
+    assert.deepEqual(a.data().map((f) => f.name), ["a.csv"]);
+    assert.equal(a.list.length, 2, "b.csv is still listed: server runs read it");
+    const v1 = a.version;
+    a.remove("b.csv");
+    assert.ok(a.version > v1);
+    assert.deepEqual(a.data().map((f) => [f.name, new TextDecoder().decode(f.bytes)]), [["a.csv", "x\n1\n"]]);
+    a.reset();
+    assert.deepEqual([a.list, a.data()], [[], []]);
   });
 });

@@ -1,12 +1,28 @@
 // The reference chat page: GET /{c} for the config, POST /{c}/chat and /{c}/chat/resume
-// streamed (api.md §5, §6, §7), the permission gate, and a Pyodide runtime in a Web Worker
-// (worker.js). Every URL is computed from this page's own location, so the page works under
-// any mount prefix: it is served at <api>/<community>/demo/.
+// streamed (api.md §5, §6, §7), the permission gate, a Pyodide runtime in a Web Worker
+// (worker.js), and the reader's attached files (POST and DELETE /{c}/sessions/{id}/files), which
+// the worker writes to /data before each run. Every URL is computed from this page's own
+// location, so the page works under any mount prefix: it is served at <api>/<community>/demo/.
 
-import { FullOutputStore, TEXTS, answerFullOutput, chars, clipCaptured, toolResult } from "./lib.mjs";
+import {
+  AttachedFiles,
+  DATA_DIR,
+  FullOutputStore,
+  KIB,
+  TEXTS,
+  acceptOf,
+  answerFullOutput,
+  chars,
+  clipCaptured,
+  formatBytes,
+  newSessionId,
+  toolResult,
+  uploadsOf,
+} from "./lib.mjs";
 
 const BOOT_TIMEOUT_MS = 120_000;
 const CONFIG_TIMEOUT_MS = 5_000;
+const UPLOAD_TIMEOUT_MS = 120_000;
 const SILENCE_MS = 60_000;
 const SERVER_TOOL_SILENCE_MS = 120_000;
 
@@ -29,6 +45,11 @@ const el = {
   send: document.getElementById("send"),
   newChat: document.getElementById("new-chat"),
   title: document.getElementById("title"),
+  uploads: document.getElementById("uploads"),
+  fileInput: document.getElementById("file-input"),
+  fileList: document.getElementById("file-list"),
+  uploadsHint: document.getElementById("uploads-hint"),
+  uploadsError: document.getElementById("uploads-error"),
 };
 
 const state = {
@@ -42,7 +63,12 @@ const state = {
   limits: null,
   runtime: null,
   bootOnFirstMessage: false,
+  uploads: null, // the effective runtime.python.uploads when enabled
+  uploading: false,
 };
+
+// The session's attached files and the bytes this page uploaded (what the worker writes).
+const attached = new AttachedFiles();
 
 const store = new FullOutputStore({ runs: caps.full_output_runs, totalChars: caps.full_output_total_chars });
 
@@ -209,6 +235,7 @@ class Runtime {
     this.pending = null; // the run in progress: {id, resolve, timer}
     this.seq = 0;
     this.everReady = false;
+    this.dataSent = -1; // the attached files' version this worker holds
   }
 
   start() {
@@ -224,6 +251,7 @@ class Runtime {
       return this.ready;
     }
     this.worker = worker;
+    this.dataSent = -1;
     setRuntime("booting", "Starting Python…");
     el.steps.replaceChildren();
     this.ready = new Promise((resolve, reject) => {
@@ -293,7 +321,14 @@ class Runtime {
         this.restart();
       }, this.limits.exec_seconds * 1000);
       this.pending = { id, resolve, timer };
-      this.worker.postMessage({ type: "run", id, code, images: this.limits.images, image_px: this.limits.image_px });
+      const msg = { type: "run", id, code, images: this.limits.images, image_px: this.limits.image_px };
+      // The attached files go to the worker when they changed since it last had them (a new
+      // worker has none); it writes them to /data before this run and every later one.
+      if (state.uploads && this.dataSent !== attached.version) {
+        msg.data = attached.data();
+        this.dataSent = attached.version;
+      }
+      this.worker.postMessage(msg);
     });
   }
 
@@ -666,6 +701,138 @@ function setComposer() {
   if (usable) el.input.focus();
 }
 
+// ---------------------------------------------------------------- attached files
+
+const filesURL = (sessionId, name) =>
+  apiURL(`/sessions/${encodeURIComponent(sessionId)}/files${name === undefined ? "" : `/${encodeURIComponent(name)}`}`);
+
+function setUpUploads(cfg) {
+  const u = uploadsOf(cfg);
+  state.uploads = u;
+  if (!u) return;
+  if (u.types.length) el.fileInput.accept = acceptOf(u.types);
+  const bounds = [];
+  if (u.max_file_mb) bounds.push(`${u.max_file_mb} MB a file`);
+  if (u.max_files) bounds.push(`${u.max_files} files`);
+  if (u.max_session_mb) bounds.push(`${u.max_session_mb} MB in all`);
+  const parts = [];
+  if (u.types.length) parts.push(`Types: ${u.types.join(", ")}.`);
+  if (bounds.length) parts.push(`At most ${bounds.join(", ")}.`);
+  parts.push('Names may use letters, digits, ".", "_" and "-".');
+  if (state.runtime) parts.push(`Code run in this browser reads them at ${DATA_DIR}/<name>.`);
+  el.uploadsHint.textContent = parts.join(" ");
+  el.fileInput.addEventListener("change", () => {
+    const files = [...el.fileInput.files];
+    el.fileInput.value = "";
+    if (files.length) upload(files);
+  });
+  el.uploads.hidden = false;
+  renderFiles();
+}
+
+function uploadsProblem(text) {
+  el.uploadsError.textContent = text;
+  el.uploadsError.hidden = !text;
+}
+
+// renderFiles lists the session's files; names are the server's, written as text.
+function renderFiles() {
+  el.fileList.replaceChildren();
+  for (const f of attached.list) {
+    const remove = h("button", { type: "button", class: "quiet", text: "Remove", "data-action": "remove-file" });
+    remove.setAttribute("aria-label", `Remove ${f.name}`);
+    remove.disabled = state.uploading;
+    remove.onclick = () => removeFile(f.name);
+    el.fileList.append(
+      h(
+        "li",
+        { "data-role": "attached-file", "data-name": f.name },
+        h("span", { class: "file-name", text: f.name }),
+        h("span", { class: "file-size", text: `(${formatBytes(f.bytes)})` }),
+        attached.has(f.name) ? null : h("span", { class: "file-note", text: "not in this browser: only server runs read it" }),
+        remove,
+      ),
+    );
+  }
+  el.fileInput.disabled = state.uploading;
+  el.uploads.setAttribute("data-state", state.uploading ? "busy" : "idle");
+}
+
+// filesRequest sends one request about the session's files and returns its JSON body; a
+// refusal throws with the server's message.
+async function filesRequest(url, init) {
+  const ctrl = new AbortController();
+  const timer = setTimeout(() => ctrl.abort(), UPLOAD_TIMEOUT_MS);
+  try {
+    let resp;
+    try {
+      resp = await fetch(url, { ...init, signal: ctrl.signal, credentials: "omit" });
+    } catch (e) {
+      throw new Error(ctrl.signal.aborted ? "the server did not answer in time" : `the server could not be reached (${e.message})`);
+    }
+    if (!resp.ok) throw new Error(await errorText(resp));
+    return await resp.json().catch(() => null);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// upload posts the picked files in one request: the server keeps all of them or none. Before
+// the first message there is no session yet, so the page starts one under an id of its own (the
+// API creates a session under a client-chosen id), and /chat then names it.
+async function upload(files) {
+  uploadsProblem("");
+  const u = state.uploads;
+  // What is surely too big is not sent at all; every other rule is the server's.
+  const capBytes = u.max_file_mb ? u.max_file_mb * KIB * KIB : Infinity;
+  const big = files.find((f) => f.size > capBytes);
+  if (big) {
+    uploadsProblem(`${big.name} is ${formatBytes(big.size)}, over the ${u.max_file_mb} MB a file may be; nothing was attached.`);
+    return;
+  }
+  if (!state.sessionId) state.sessionId = newSessionId();
+  const sessionId = state.sessionId;
+  state.uploading = true;
+  renderFiles();
+  try {
+    const form = new FormData();
+    const sent = new Map();
+    for (const f of files) {
+      const bytes = new Uint8Array(await f.arrayBuffer());
+      sent.set(f.name, bytes);
+      form.append("file", new Blob([bytes], { type: f.type || "application/octet-stream" }), f.name);
+    }
+    const body = await filesRequest(filesURL(sessionId), { method: "POST", body: form });
+    if (state.sessionId !== sessionId) return; // a new conversation began meanwhile
+    if (!body || !Array.isArray(body.files)) throw new Error("the server's answer held no list of files");
+    attached.setList(body.files, sent);
+  } catch (e) {
+    if (state.sessionId === sessionId) uploadsProblem(`Not attached: ${e.message}`);
+  } finally {
+    state.uploading = false;
+    renderFiles();
+  }
+}
+
+async function removeFile(name) {
+  uploadsProblem("");
+  const sessionId = state.sessionId;
+  if (!sessionId) return;
+  state.uploading = true;
+  renderFiles();
+  try {
+    const body = await filesRequest(filesURL(sessionId, name), { method: "DELETE" });
+    if (state.sessionId !== sessionId) return;
+    if (body && Array.isArray(body.files)) attached.setList(body.files);
+    else attached.remove(name);
+  } catch (e) {
+    if (state.sessionId === sessionId) uploadsProblem(`${name} was not removed: ${e.message}`);
+  } finally {
+    state.uploading = false;
+    renderFiles();
+  }
+}
+
 // ---------------------------------------------------------------- start
 
 async function loadConfig() {
@@ -746,10 +913,16 @@ async function main() {
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) el.form.requestSubmit();
   });
   el.newChat.addEventListener("click", () => {
-    if (state.busy) return;
+    if (state.busy || state.uploading) return;
     state.sessionId = null;
     el.messages.replaceChildren();
     el.banner.hidden = true;
+    // A new session has no files: the next run finds /data empty.
+    attached.reset();
+    if (state.uploads) {
+      uploadsProblem("");
+      renderFiles();
+    }
   });
   let cfg;
   try {
@@ -772,6 +945,7 @@ async function main() {
     r.finish();
   }
   setUpRuntime(cfg);
+  setUpUploads(cfg);
   setComposer();
 }
 

@@ -343,3 +343,113 @@ export function answerFullOutput(store, callId, args, limits, caps) {
   const summary = `get_full_output: ${stream} characters ${start} to ${end} of ${all.length} from call_id "${id}". ${more}`;
   return toolResult(callId, stream === "stdout" ? { stdout: page, summary } : { stderr: page, summary }, caps);
 }
+
+// ---- the reader's attached files (runtime.python.uploads) ----
+
+// DATA_DIR is where runs read the session's attached files, as on the server.
+export const DATA_DIR = "/data";
+
+// isDataFileName reports whether name can be written to DATA_DIR as is: one path segment of
+// ASCII letters, digits, ".", "_" and "-", not "." or "..". The server's upload rule is the same
+// (and also bounds the length); the worker checks again so that no name from anywhere can reach
+// outside DATA_DIR.
+export function isDataFileName(name) {
+  return typeof name === "string" && /^[A-Za-z0-9._-]+$/.test(name) && name !== "." && name !== "..";
+}
+
+// uploadsOf is the effective runtime.python.uploads of GET /{c}, or null when uploads are off
+// (or the config does not say).
+export function uploadsOf(cfg) {
+  const py = cfg && cfg.runtime && cfg.runtime.python;
+  const u = py && py.uploads;
+  if (!u || u.enabled !== true) return null;
+  const num = (v) => (Number.isFinite(v) && v > 0 ? v : null);
+  return {
+    max_file_mb: num(u.max_file_mb),
+    max_session_mb: num(u.max_session_mb),
+    max_files: num(u.max_files),
+    types: Array.isArray(u.types) ? u.types.filter((t) => typeof t === "string" && /^[a-z0-9]{1,16}$/.test(t)) : [],
+  };
+}
+
+// acceptOf is the file input's accept attribute for the allowed types: ".csv,.tsv".
+export function acceptOf(types) {
+  return types.map((t) => `.${t}`).join(",");
+}
+
+// KIB is the unit of sizes shown to the reader: MB are MiB, as the server counts max_file_mb.
+export const KIB = 2 ** 10;
+
+// formatBytes writes a size for a reader: "512 bytes", "1.5 KB", "25 MB".
+export function formatBytes(n) {
+  if (!Number.isFinite(n) || n < 0) return "";
+  if (n < KIB) return `${n} ${n === 1 ? "byte" : "bytes"}`;
+  const units = ["KB", "MB", "GB"];
+  let v = n;
+  let i = -1;
+  do {
+    v /= KIB;
+    i++;
+  } while (v >= KIB && i < units.length - 1);
+  return `${v >= 10 ? Math.round(v) : Math.round(v * 10) / 10} ${units[i]}`;
+}
+
+// newSessionId is a random UUID4, for a session the page starts itself: the API accepts a
+// client-chosen id and creates the session under it (api.md §4.2). crypto.randomUUID needs a
+// secure context; getRandomValues does not.
+export function newSessionId() {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const hex = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+// AttachedFiles is the page's view of a session's attached files: the server's list
+// ({name, bytes, sha256, type}, as POST and GET …/files answer) and the bytes this page uploaded,
+// which are what the worker writes to DATA_DIR (there is no route for a file's bytes). version
+// changes whenever what the worker should hold changes.
+export class AttachedFiles {
+  constructor() {
+    this.version = 0;
+    this.reset();
+  }
+  reset() {
+    this.list = [];
+    this.held = new Map(); // name -> {bytes: Uint8Array, sha256: the server's when it took them}
+    this.version++;
+  }
+  // setList takes the server's list after an upload or a removal; sent maps the names an
+  // accepted upload carried to their bytes (the server keeps a batch whole or not at all). The
+  // page holds bytes only for listed files, and drops them when the server's sha256 of a name
+  // changes (another tab replaced the file): it has no way to fetch the new bytes.
+  setList(files, sent = new Map()) {
+    const list = [];
+    for (const f of Array.isArray(files) ? files : []) {
+      if (!f || !isDataFileName(f.name)) continue;
+      list.push({ name: f.name, bytes: Number(f.bytes) || 0, sha256: typeof f.sha256 === "string" ? f.sha256 : "", type: typeof f.type === "string" ? f.type : "" });
+    }
+    const held = new Map();
+    for (const f of list) {
+      const old = this.held.get(f.name);
+      if (sent.has(f.name)) held.set(f.name, { bytes: sent.get(f.name), sha256: f.sha256 });
+      else if (old && old.sha256 === f.sha256) held.set(f.name, old);
+    }
+    this.list = list;
+    this.held = held;
+    this.version++;
+  }
+  // remove drops one file, when the server answers a removal without a list.
+  remove(name) {
+    this.setList(this.list.filter((f) => f.name !== name));
+  }
+  // has reports whether the page holds the bytes of name, so that runs here can read it.
+  has(name) {
+    return this.held.has(name);
+  }
+  // data is what the worker writes to DATA_DIR: [{name, bytes}], in the server's order.
+  data() {
+    return this.list.filter((f) => this.held.has(f.name)).map((f) => ({ name: f.name, bytes: this.held.get(f.name).bytes }));
+  }
+}

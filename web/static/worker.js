@@ -7,15 +7,17 @@
 // modules that reach JavaScript are removed and refused); run the prelude. The page enforces
 // exec_seconds by terminating this worker and starting a new one.
 //
-// Messages in:  {type: "boot", ...settings} once, then {type: "run", id, code, images, image_px}.
-//               settings.limits is the page config's limits object (the server's caps); when
+// Messages in:  {type: "boot", ...settings} once, then {type: "run", id, code, images, image_px,
+//               data?}. data, when present, is the session's attached files, [{name, bytes}]
+//               (every one, not a change): from then on each run starts with exactly those in
+//               /data, read-only, whatever earlier runs did there. settings.limits is the page config's limits object (the server's caps); when
 //               it is absent, they are read from the config.json beside runtimeURL.
 // Messages out: {type: "loaded"} as soon as this module has run (a page that loads it through
 //               a dynamic import in a blob: worker waits for it before sending "boot"),
 //               {type: "progress", step, steps, phase, text}, {type: "ready", info},
 //               {type: "failed", kind, message}, {type: "result", id, result}.
 
-import { Workspace, allowedText, checkUrl, closure, lookupName, mergeLock } from "./lib.mjs";
+import { DATA_DIR, Workspace, allowedText, checkUrl, closure, isDataFileName, lookupName, mergeLock } from "./lib.mjs";
 
 let runtime = null; // {run} once booted
 
@@ -34,7 +36,7 @@ self.onmessage = async (ev) => {
       return;
     }
     try {
-      const result = await runtime.run(msg.code, msg.images, msg.image_px);
+      const result = await runtime.run(msg.code, msg.images, msg.image_px, msg.data);
       self.postMessage({ type: "result", id: msg.id, result });
     } catch (e) {
       self.postMessage({ type: "result", id: msg.id, error: messageOf(e) });
@@ -192,8 +194,12 @@ async function boot(s) {
   }
 
   const runFn = ns.get("run");
+  let data = null; // the attached files, once the page has sent them
   runtime = {
-    run: async (code, images, imagePx) => {
+    run: async (code, images, imagePx, files) => {
+      if (files !== undefined) data = checkData(files);
+      // Rewritten before every run: what a run changed in /data does not reach the next one.
+      if (data) writeData(pyodide.FS, data);
       workspace.clear();
       const result = await runFn(code, images, imagePx);
       result.files = workspace.take().map((f) => ({ name: f.name, kind: f.kind, data_base64: base64(f.data) }));
@@ -205,6 +211,50 @@ async function boot(s) {
     packages: Object.keys(pyodide.loadedPackages).sort(),
     skipped: merged.skipped,
   };
+}
+
+// checkData keeps the page's files that can be written under DATA_DIR as they are named.
+function checkData(files) {
+  if (!Array.isArray(files)) throw new Error("the attached files were not sent as a list");
+  const out = [];
+  for (const f of files) {
+    if (!f || !isDataFileName(f.name) || !(f.bytes instanceof Uint8Array)) throw new Error("an attached file has a name or contents this runtime cannot write");
+    out.push({ name: f.name, bytes: f.bytes });
+  }
+  return out;
+}
+
+// writeData makes DATA_DIR hold exactly files, read-only as on the server: whatever is there
+// (files a run wrote, a directory, a symlink in its place) is removed first.
+function writeData(FS, files) {
+  const at = FS.analyzePath(DATA_DIR, true);
+  if (at.exists && FS.isDir(at.object.mode) && !FS.isLink(at.object.mode)) {
+    emptyDir(FS, DATA_DIR);
+  } else {
+    if (at.exists) FS.unlink(DATA_DIR);
+    FS.mkdir(DATA_DIR);
+  }
+  for (const f of files) {
+    const p = `${DATA_DIR}/${f.name}`;
+    FS.writeFile(p, f.bytes);
+    FS.chmod(p, 0o444);
+  }
+  FS.chmod(DATA_DIR, 0o555);
+}
+
+function emptyDir(FS, dir) {
+  FS.chmod(dir, 0o755);
+  for (const n of FS.readdir(dir)) {
+    if (n === "." || n === "..") continue;
+    const p = `${dir}/${n}`;
+    const { node } = FS.lookupPath(p, { follow: false });
+    if (FS.isDir(node.mode)) {
+      emptyDir(FS, p);
+      FS.rmdir(p);
+    } else {
+      FS.unlink(p);
+    }
+  }
 }
 
 function lastLine(text) {
