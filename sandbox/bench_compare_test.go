@@ -106,6 +106,8 @@ type comparison struct {
 	pyodideLoad                                []time.Duration // loadPyodide inside the warm processes
 
 	mem map[string]memRow
+	// sessIdle and sessTen are a worker's VmRSS at rest and with ten live sessions.
+	sessIdle, sessTen int64
 
 	loadA, loadB string
 	elapsed      time.Duration
@@ -195,7 +197,19 @@ func (c *comparison) run() {
 		c.pyodideVersion, c.pyodidePython, c.nodeVersion = py.hello.Pyodide, py.hello.Python, py.hello.Node
 		c.pyodideLoad = append(c.pyodideLoad, time.Duration(py.hello.LoadMS*float64(time.Millisecond)))
 	}
+	// Sessions under NEMAR's production policy (its wheel; its prelude, with top-level await),
+	// through the pool: a later run of one live session, and a new session's first run (a new
+	// interpreter from the policy's snapshot, the prelude, the snippet).
+	nemar := nemarPolicy(b)
+	newSessions := 0
+	sessionRun := func(id, code string) (string, error) {
+		req := nemar
+		req.Source, req.Session, req.Timeout = code, id, time.Minute
+		res, err := pool.Run(ctx, req)
+		return resultOut(res, err)
+	}
 	for _, s := range c.snippets {
+		c.expect("session warm-up", s)(sessionRun("bench-live", s.code))
 		c.expect("pool warm-up", s)(poolRun(ctx, pool, s.code))
 		c.expect("strict warm-up", s)(strictRun(ctx, c.strict, s.code))
 		if py != nil {
@@ -214,6 +228,18 @@ func (c *comparison) run() {
 					t0 := time.Now()
 					c.expect("strict", s)(strictRun(ctx, c.strict, s.code))
 					c.add("strict", s.key, time.Since(t0))
+				},
+				func() {
+					t0 := time.Now()
+					c.expect("session later run", s)(sessionRun("bench-live", s.code))
+					c.add("sessionLater", s.key, time.Since(t0))
+				},
+				func() {
+					newSessions++
+					id := fmt.Sprintf("bench-new-%d", newSessions)
+					t0 := time.Now()
+					c.expect("session first run", s)(sessionRun(id, s.code))
+					c.add("sessionFirst", s.key, time.Since(t0))
 				},
 				func() {
 					if py == nil {
@@ -399,6 +425,28 @@ func (c *comparison) measureMemory(ctx context.Context) {
 	time.Sleep(200 * time.Millisecond)
 	w.after = rssOf(b, pid)
 	c.mem["worker"] = w
+	_ = p.Close()
+
+	// Ten live sessions in one worker, each holding a 1 MB list (131,072 pointers), beside the
+	// same worker at rest after print(1).
+	if p, err = c.startPool(ctx, 1, testCacheDir()); err != nil {
+		b.Fatal(err)
+	}
+	pid = p.pids()[0]
+	c.expect("pool", c.snippets[0])(poolRun(ctx, p, c.snippets[0].code))
+	time.Sleep(200 * time.Millisecond)
+	c.sessIdle = rssOf(b, pid)
+	nemar := nemarPolicy(b)
+	for i := range 10 {
+		req := nemar
+		req.Source, req.Session, req.Timeout = "x = [0] * (1 << 17)\nprint(len(x))", fmt.Sprintf("mem-%d", i), time.Minute
+		res, err := p.Run(ctx, req)
+		if out, err := resultOut(res, err); err != nil || out != "131072\n" {
+			b.Fatalf("session %d: %q %v", i, out, err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	c.sessTen = rssOf(b, pid)
 	_ = p.Close()
 
 	base := c.natives[0].path
@@ -604,6 +652,8 @@ func (c *comparison) markdown() string {
 		row{"poolCold", fmt.Sprintf("ours, cold: new pool (%d workers, fast) + first run", c.workers)},
 		row{"poolWarm", "ours, warm: pool (fast), `Pool.Run`"},
 		row{"strict", "ours, warm: in-process strict, `Engine.Run`"},
+		row{"sessionFirst", "ours, session (pool, NEMAR policy): a new session's first run (snapshot, prelude, snippet)"},
+		row{"sessionLater", "ours, session (pool, NEMAR policy): a later run of a live session"},
 	)
 	if c.hasPyodide() {
 		rows = append(rows,
@@ -638,6 +688,9 @@ func (c *comparison) markdown() string {
 		memLine(fmt.Sprintf("Node %s + Pyodide (at rest: fresh, after `loadPyodide`)", c.nodeVersion), c.mem["pyodide"], true)
 	}
 
+	per := float64(c.sessTen-c.sessIdle) / 10
+	fmt.Fprintf(&w, "\nTen live sessions (NEMAR policy) in one worker, each holding a 1 MB list: %s at rest, %s with the ten, %.1f MiB a session (target: at most 1 + 8 MiB).\n",
+		mib(c.sessIdle), mib(c.sessTen), per/(1<<20))
 	fmt.Fprintf(&w, "\nDetails: %s; our engine CPython %s under wazero %s", cpuModel(), c.strict.PythonVersion(), wazeroVersion())
 	if c.hasPyodide() {
 		fmt.Fprintf(&w, "; Pyodide %s (CPython %s) on Node %s, `loadPyodide` alone %s (median of %d)",
