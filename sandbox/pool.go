@@ -466,8 +466,20 @@ func (p *Pool) runOn(ctx context.Context, w *worker, req Request) (res Result, s
 	limit := req.Timeout + p.opts.Grace
 	kill := time.NewTimer(limit)
 	defer kill.Stop()
-	_ = w.in.SetWriteDeadline(start.Add(min(limit, 10*time.Second)))
-	if err := writeFrame(w.in, &frame{Type: frameRun, ID: id, Request: &req}); err != nil {
+	files, err := announceData(req.Data)
+	if err != nil {
+		// Refused before anything was written: the worker is as good as before, and another
+		// would refuse it too (sent, so Run does not try one).
+		p.release(w)
+		return Result{}, true, fmt.Errorf("sandbox: the run's attached files cannot be sent to a Python worker: %w", err)
+	}
+	var dataBytes int64
+	for _, f := range files {
+		dataBytes += f.Bytes
+	}
+	// The worker reads its stdin all the time; the files get a second per 16 MB on top.
+	_ = w.in.SetWriteDeadline(start.Add(min(limit, 10*time.Second) + time.Duration(dataBytes>>24)*time.Second))
+	if err := writeRun(w.in, id, req, files); err != nil {
 		// The worker is gone or stuck; a partial frame is never run.
 		w.kill()
 		p.log.Warn("python worker: sending a run failed", "pid", w.pid, "error", err)

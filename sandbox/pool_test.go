@@ -3,9 +3,11 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -649,4 +651,56 @@ func killOnlyWorker(t *testing.T, p *Pool) int {
 		t.Fatal(err)
 	}
 	return pids[0]
+}
+
+// TestPoolAttachedFiles: a run through a worker reads a 50 MB attached file at /data/<name>
+// (more than a JSON frame can carry in base64), also in a session; files the protocol refuses
+// fail the run without costing the worker.
+func TestPoolAttachedFiles(t *testing.T) {
+	p := newTestPool(t, PoolOptions{Workers: 1})
+	ctx := context.Background()
+	big := make([]byte, 50<<20)
+	rand.NewChaCha8([32]byte{1}).Read(big)
+	sum := sha256.Sum256(big)
+	want := fmt.Sprintf("%d %x\n3 b'x,y'\n", len(big), sum)
+	src := `import hashlib
+h, n = hashlib.sha256(), 0
+with open("/data/big.bin", "rb") as f:
+    while b := f.read(1 << 20):
+        n += len(b)
+        h.update(b)
+print(n, h.hexdigest())
+small = open("/data/small.csv", "rb").read()
+print(len(small), small)
+`
+	data := map[string][]byte{"big.bin": big, "small.csv": []byte("x,y")}
+	for _, session := range []string{"", "s1"} {
+		res, err := p.Run(ctx, Request{Source: src, Session: session, Timeout: 60 * time.Second, Data: data})
+		if err != nil || res.Status != StatusOK || res.Stdout != want {
+			t.Fatalf("session %q: Run = %v, %s\nstdout %q\nstderr %s\nwant %q", session, err, res.Status, res.Stdout, res.Stderr, want)
+		}
+	}
+
+	pids := p.pids()
+	for name, data := range map[string]map[string][]byte{
+		"bad name": {"../x.csv": []byte("x")},
+		"too many": func() map[string][]byte {
+			m := map[string][]byte{}
+			for i := range maxDataFiles + 1 {
+				m[fmt.Sprint("f", i)] = nil
+			}
+			return m
+		}(),
+	} {
+		res, err := p.Run(ctx, Request{Source: "print(1)", Timeout: 10 * time.Second, Data: data})
+		if !errors.Is(err, errBadData) || res.Stdout != "" {
+			t.Errorf("%s: Run = %+v, %v; want it refused", name, res, err)
+		}
+	}
+	if got := p.pids(); !slices.Equal(got, pids) || p.Stats().Killed != 0 {
+		t.Errorf("workers %v after the refusals, want %v untouched", got, pids)
+	}
+	if res, err := p.Run(ctx, Request{Source: "print(1)", Timeout: 10 * time.Second}); err != nil || res.Stdout != "1\n" {
+		t.Errorf("a run after the refusals: %+v, %v", res, err)
+	}
 }
