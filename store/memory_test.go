@@ -272,3 +272,10 @@ func TestMemoryFilesShareTheBudget(t *testing.T) {
 	l.ArtifactBytes = 10000
 	testFilesShareTheBudget(t, NewMemory(l, nil, nil))
 }
+
+func TestMemoryFilesLiveWithTheSession(t *testing.T) {
+	l := DefaultLimits()
+	l.ArtifactBytes = 10000
+	c := newClock(testStart)
+	testFilesLiveWithTheSession(t, NewMemory(l, c.Now, nil), c)
+}

@@ -91,6 +91,11 @@ type redisConn interface {
 //	P a:{c}:runs:i      list of the session's runs      TTL the same; at most MaxArtifactRuns
 //	P a:{c}:idx|size|owner|total|seq  the community's runs by age, their bytes and owners, the
 //	                    total (ArtifactBytes bounds it) TTL the longest-lived run's
+//	P a:{c}:f:i         hash {name: bytes} of the files attached  TTL the session's, refreshed
+//	                    with it (by Append, Park, Claim, Abandon)
+//	P a:{c}:fm:i        hash {name: SessionFile JSON}   TTL the same
+//	P a:{c}:fexp|fsize|ftotal  sessions with files by expiry, their bytes, the total (counted in
+//	                    ArtifactBytes)                  TTL the longest-lived files'
 //	P cost:{c}:YYYY-MM-DD float (USD)                   TTL 48 h, refreshed by AddCost
 //	P cost:{c}:YYYY-MM  float (USD)                     TTL 40 days, refreshed by AddCost
 //
@@ -100,6 +105,13 @@ type redisConn interface {
 // node that allows it) is what they are written for. A run's files expire with the session's
 // TTL as it was when the run was kept; its entries in the index are forgotten a few at a time by
 // later puts, and count toward the total until then.
+//
+// A session's attached files expire with the session: PutFiles gives them the session's expiry,
+// and every script that refreshes the session (Append, and Park, Claim, Abandon when they
+// append) is followed by touchFilesScript, which moves them to the new expiry (the session's
+// scripts cannot reach the community's slot). Their expiry is recorded in fexp as well as in
+// the keys' TTL, so that the bytes of expired files leave ftotal (luaFiles) and an injected
+// clock expires them too.
 //
 // # When Redis is down or stalls
 //
@@ -190,16 +202,17 @@ func (k sessionKeys) op() string { return k.base + "op:" + newOp() }
 
 // artifactKeys are a community's kept-run keys: they share the community's hash tag, because
 // the byte budget spans its sessions.
-type artifactKeys struct{ base, idx, size, owner, total, seq, ftotal string }
+type artifactKeys struct{ base, idx, size, owner, total, seq, ftotal, fexp, fsize string }
 
 func (r *Redis) artifactKeys(community string) artifactKeys {
 	base := r.prefix + "a:{" + enc(community) + "}:"
 	return artifactKeys{base: base, idx: base + "idx", size: base + "size", owner: base + "owner", total: base + "total",
-		seq: base + "seq", ftotal: base + "ftotal"}
+		seq: base + "seq", ftotal: base + "ftotal", fexp: base + "fexp", fsize: base + "fsize"}
 }
 
 // files and metas hold a session's attached files (name → bytes, name → SessionFile JSON), in
-// the community's hash tag, since they share its budget.
+// the community's hash tag, since they share its budget; the scripts rebuild these names from
+// ftotal's and the member, enc(id) (luaFiles).
 func (a artifactKeys) files(id string) string { return a.base + "f:" + enc(id) }
 func (a artifactKeys) metas(id string) string { return a.base + "fm:" + enc(id) }
 
@@ -230,7 +243,7 @@ func (r *Redis) PutArtifacts(ctx context.Context, community, id, callID string, 
 	for p, b := range files {
 		args = append(args, p, b)
 	}
-	n, err := putRunScript.Run(ctx, r.c, []string{a.run(id, callID), a.runs(id), a.idx, a.size, a.owner, a.total, a.seq, a.ftotal, a.op()}, args...).Int64()
+	n, err := putRunScript.Run(ctx, r.c, []string{a.run(id, callID), a.runs(id), a.idx, a.size, a.owner, a.total, a.seq, a.ftotal, a.fexp, a.fsize, a.op()}, args...).Int64()
 	if err != nil {
 		return wrap("put artifacts", err)
 	}
@@ -405,7 +418,34 @@ func (r *Redis) Append(ctx context.Context, community, id string, msgs ...json.R
 	if n < 0 {
 		return 0, ErrNotFound
 	}
+	r.touchAfter(ctx, community, id)
 	return int(n), nil
+}
+
+// touchFiles moves the session's attached files to the session's new expiry (touchFilesScript);
+// the caller has just refreshed the session. Files live in the community's hash tag, which no
+// session script can reach, hence a script of its own.
+func (r *Redis) touchFiles(ctx context.Context, community, id string) error {
+	a := r.artifactKeys(community)
+	return touchFilesScript.Run(ctx, r.c, []string{a.ftotal, a.fexp, a.fsize}, r.nowArg(), r.sttl(), enc(id)).Err()
+}
+
+// touchFailed logs a touch that got no answer: the session's own write has happened (and must
+// not be reported failed, or the caller would send it again), and its files keep their
+// previous expiry.
+func (r *Redis) touchFailed(ctx context.Context, community string, err error) {
+	r.log.LogAttrs(ctx, slog.LevelWarn, "extending a session's attached files failed; they keep their previous expiry",
+		slog.String("community", community), slog.Any("error", err))
+}
+
+// touchAfter runs touchFiles after a script that refreshed the session. It is a second round
+// trip rather than one pipelined with the session's script: it must not run when that script
+// found the session dead (it would keep a dead session's files), and a pipelined EVALSHA
+// cannot fall back to EVAL on NOSCRIPT.
+func (r *Redis) touchAfter(ctx context.Context, community, id string) {
+	if err := r.touchFiles(ctx, community, id); err != nil {
+		r.touchFailed(ctx, community, err)
+	}
 }
 
 // History returns the session's messages in order (one MULTI, so the check and the read see
@@ -453,21 +493,15 @@ func (r *Redis) DeleteSession(ctx context.Context, community, id string) error {
 	if err := dropRunsScript.Run(ctx, r.c, []string{a.runs(id), a.idx, a.size, a.owner, a.total, a.op()}, r.nowArg()).Err(); err != nil {
 		return wrap("delete session", err)
 	}
-	if err := dropFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.op()}, r.nowArg(), runOverhead).Err(); err != nil {
+	if err := dropFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.fexp, a.fsize, a.op()}, r.nowArg(), enc(id)).Err(); err != nil {
 		return wrap("delete session", err)
 	}
 	return nil
 }
 
-// sessionTTL is what is left of a live session's TTL (the whole TTL with an injected clock).
-func (r *Redis) sessionTTL(s Session) time.Duration {
-	if rest := time.Until(s.LastActive.Add(r.limits.SessionTTL)); rest > 0 && r.now == nil {
-		return rest
-	}
-	return r.limits.SessionTTL
-}
-
-// PutFiles attaches files in putFilesScript, all or nothing.
+// PutFiles attaches files in putFilesScript, all or nothing. They expire with the session (its
+// expiry is passed, and judged by the script's clock); every later refresh of the session
+// moves them along (touchAfter).
 func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewFile, lim FileLimits) ([]SessionFile, error) {
 	s, err := r.Session(ctx, community, id)
 	if err != nil {
@@ -478,7 +512,8 @@ func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewF
 		return nil, err
 	}
 	a := r.artifactKeys(community)
-	args := []any{r.nowArg(), r.sessionTTL(s).Milliseconds(), r.limits.ArtifactBytes, lim.MaxFiles, lim.MaxSessionBytes, runOverhead}
+	exp := s.LastActive.UnixMilli() + r.sttl()
+	args := []any{r.nowArg(), exp, r.limits.ArtifactBytes, lim.MaxFiles, lim.MaxSessionBytes, runOverhead, enc(id)}
 	for _, f := range files {
 		meta, err := json.Marshal(newFileMeta(f, now.UnixMilli()))
 		if err != nil {
@@ -486,7 +521,7 @@ func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewF
 		}
 		args = append(args, f.Name, meta, f.Data)
 	}
-	n, err := putFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.idx, a.size, a.owner, a.total, a.ftotal, a.op()}, args...).Int64()
+	n, err := putFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.idx, a.size, a.owner, a.total, a.ftotal, a.fexp, a.fsize, a.op()}, args...).Int64()
 	if err != nil {
 		return nil, wrap("put files", err)
 	}
@@ -497,6 +532,8 @@ func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewF
 		return nil, ErrSessionFilesFull
 	case -3:
 		return nil, ErrArtifactBudget
+	case -4:
+		return nil, ErrNotFound
 	}
 	return r.Files(ctx, community, id)
 }
@@ -506,14 +543,15 @@ func (r *Redis) Files(ctx context.Context, community, id string) ([]SessionFile,
 	if _, err := r.Session(ctx, community, id); err != nil {
 		return nil, err
 	}
-	m, err := r.c.HGetAll(ctx, r.artifactKeys(community).metas(id)).Result()
+	a := r.artifactKeys(community)
+	m, err := listFilesScript.Run(ctx, r.c, []string{a.metas(id), a.fexp}, r.nowArg(), enc(id)).StringSlice()
 	if err != nil {
 		return nil, wrap("files", err)
 	}
-	out := make([]SessionFile, 0, len(m))
-	for _, v := range m {
+	out := make([]SessionFile, 0, len(m)/2)
+	for i := 1; i < len(m); i += 2 {
 		var f SessionFile
-		if err := json.Unmarshal([]byte(v), &f); err != nil {
+		if err := json.Unmarshal([]byte(m[i]), &f); err != nil {
 			return nil, wrap("files", err)
 		}
 		out = append(out, f)
@@ -528,32 +566,24 @@ func (r *Redis) File(ctx context.Context, community, id, name string) (SessionFi
 		return SessionFile{}, nil, err
 	}
 	a := r.artifactKeys(community)
-	v, err := r.c.HMGet(ctx, a.metas(id), name).Result()
+	v, err := getFileScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.fexp}, r.nowArg(), enc(id), name).StringSlice()
 	if err != nil {
 		return SessionFile{}, nil, wrap("file", err)
 	}
-	meta, ok := v[0].(string)
-	if !ok {
+	if len(v) != 2 {
 		return SessionFile{}, nil, ErrNotFound
 	}
 	var f SessionFile
-	if err := json.Unmarshal([]byte(meta), &f); err != nil {
+	if err := json.Unmarshal([]byte(v[0]), &f); err != nil {
 		return SessionFile{}, nil, wrap("file", err)
 	}
-	b, err := r.c.HGet(ctx, a.files(id), name).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return SessionFile{}, nil, ErrNotFound
-	}
-	if err != nil {
-		return SessionFile{}, nil, wrap("file", err)
-	}
-	return f, b, nil
+	return f, []byte(v[1]), nil
 }
 
 // DeleteFile removes one attached file (deleteFileScript).
 func (r *Redis) DeleteFile(ctx context.Context, community, id, name string) (bool, error) {
 	a := r.artifactKeys(community)
-	n, err := deleteFileScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.op()}, r.nowArg(), name, runOverhead).Int64()
+	n, err := deleteFileScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.fexp, a.fsize, a.op()}, r.nowArg(), name, runOverhead, enc(id)).Int64()
 	if err != nil {
 		return false, wrap("delete file", err)
 	}
@@ -604,6 +634,9 @@ func (r *Redis) Park(ctx context.Context, community, id string, call ParkedCall,
 		return ErrNotFound
 	case -2:
 		return ErrAlreadyParked
+	}
+	if len(msgs) > 0 { // the session was refreshed
+		r.touchAfter(ctx, community, id)
 	}
 	return nil
 }
@@ -679,6 +712,9 @@ func (r *Redis) Claim(ctx context.Context, community, id, callID string, answer,
 	if err != nil {
 		return ParkedCall{}, wrap("claim", err)
 	}
+	if (status == 1 && len(answer) > 0) || (status == 2 && len(late) > 0) { // appended: refreshed
+		r.touchAfter(ctx, community, id)
+	}
 	if status == 2 {
 		return p, ErrNoParkedCall
 	}
@@ -701,6 +737,9 @@ func (r *Redis) Abandon(ctx context.Context, community, id, callID string, closi
 	n, err := abandonScript.Run(ctx, r.c, []string{k.park, k.meta, k.hist, k.rec, k.op()}, r.nowArg(), r.sttl(), callID, []byte(closing)).Int64()
 	if err != nil {
 		return false, wrap("abandon", err)
+	}
+	if n == 1 && len(closing) > 0 { // appended: refreshed
+		r.touchAfter(ctx, community, id)
 	}
 	return n == 1, nil
 }

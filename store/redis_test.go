@@ -422,3 +422,71 @@ func TestRedisRunsAcrossReplicas(t *testing.T) {
 		t.Errorf("the other replica's PutRun = %+v, %v; want ordinal 2", second, err)
 	}
 }
+
+func TestRedisFilesLiveWithTheSession(t *testing.T) {
+	l := DefaultLimits()
+	l.ArtifactBytes = 10000
+	c := newClock(testStart)
+	s, _ := newTestRedis(t, c.Now, l)
+	testFilesLiveWithTheSession(t, s, c)
+}
+
+// TestRedisFilesRefreshedWithTheSession runs on the server's clock with a short SessionTTL: the
+// files' keys really expire, so only a refresh by Append (or Claim) keeps them past the TTL they
+// were put with; idle, they expire with the session and their bytes leave the total.
+func TestRedisFilesRefreshedWithTheSession(t *testing.T) {
+	ctx := context.Background()
+	l := DefaultLimits()
+	l.SessionTTL = 600 * time.Millisecond
+	l.ParkedTTL = time.Minute
+	l.ArtifactBytes = 10000
+	s, raw := newTestRedis(t, nil, l)
+	lim := FileLimits{MaxFiles: 4, MaxSessionBytes: 1 << 20}
+	a := s.artifactKeys("c")
+	ftotal := func() int64 {
+		n, _ := raw.Get(ctx, a.ftotal).Int64()
+		return n
+	}
+	mustEnsure(t, s, "c", "s1")
+	if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{{Name: "a.txt", Type: "txt", Data: bytes.Repeat([]byte{'x'}, 4000)}}, lim); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(4000 + len("a.txt") + runOverhead)
+	if got := ftotal(); got != want {
+		t.Fatalf("ftotal = %d, want %d", got, want)
+	}
+	for i := range 4 { // 1.2 s of activity, twice the TTL
+		time.Sleep(300 * time.Millisecond)
+		if i == 2 { // a refresh by Claim counts as well as one by Append
+			mustPark(t, s, "c", "s1", call("c1"))
+			if _, err := s.Claim(ctx, "c", "s1", "c1", msg("ok"), nil); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		mustAppend(t, s, "c", "s1", msg("1"))
+	}
+	if l, err := s.Files(ctx, "c", "s1"); err != nil || len(l) != 1 {
+		t.Fatalf("an active session's files after twice its TTL = %+v, %v; want a.txt", l, err)
+	}
+	for _, k := range []string{a.files("s1"), a.metas("s1")} {
+		if ttl := raw.PTTL(ctx, k).Val(); ttl < 250*time.Millisecond || ttl > l.SessionTTL {
+			t.Errorf("TTL of %q = %v, want the session's (under %v, refreshed 300 ms ago)", k, ttl, l.SessionTTL)
+		}
+	}
+
+	time.Sleep(700 * time.Millisecond) // idle past the TTL
+	if n := raw.Exists(ctx, a.files("s1"), a.metas("s1")).Val(); n != 0 {
+		t.Errorf("%d of the idle session's files keys are still there", n)
+	}
+	mustEnsure(t, s, "c", "s2")
+	if _, err := s.PutFiles(ctx, "c", "s2", []NewFile{{Name: "b.txt", Type: "txt", Data: bytes.Repeat([]byte{'x'}, 8000)}}, lim); err != nil {
+		t.Fatalf("an upload that needs the dead session's room: %v", err)
+	}
+	if got, want := ftotal(), int64(8000+len("b.txt")+runOverhead); got != want {
+		t.Errorf("ftotal after the dead session's files went = %d, want %d", got, want)
+	}
+	if n := raw.HLen(ctx, a.fsize).Val(); n != 1 {
+		t.Errorf("fsize holds %d sessions, want 1", n)
+	}
+}

@@ -223,14 +223,17 @@ end
 
 // putRunScript keeps one run's files within the session's run count and the community's byte
 // budget: KEYS run (hash path → bytes), runs (the session's list of run keys, newest first),
-// idx, size, owner, total, seq, ftotal (the attached files' bytes), op; ARGV now, ttl ms, budget bytes, max runs per session, run
-// bytes, path, bytes, path, bytes... Older runs of the session past the count, then the
+// idx, size, owner, total, seq, ftotal, fexp, fsize (the attached files' bookkeeping, luaFiles),
+// op; ARGV now, ttl ms, budget bytes, max runs per session, run bytes, path, bytes, path,
+// bytes... Older runs of the session past the count, then the
 // community's oldest runs until the total fits, are dropped. Reply the number of runs dropped
 // for the budget, or -1 when the run alone exceeds it (nothing kept).
-var putRunScript = once(luaDropRun + `
-local run, runs, idx, size, owner, total, seq, ftotal = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+var putRunScript = once(luaDropRun + luaFiles + `
+local run, runs, idx, size, owner, total, seq, ftotal, fexp, fsize = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local ttl, budget, maxRuns, bytes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
--- The readers' attached files share the budget and are never evicted for a run's files.
+-- The readers' attached files share the budget and are never evicted for a run's files;
+-- those of dead sessions give their bytes back first.
+sweep(ftotal, fexp, fsize)
 budget = budget - tonumber(redis.call('GET', ftotal) or '0')
 if bytes > budget then return -1 end
 drop(idx, size, owner, total, run)
@@ -277,21 +280,62 @@ redis.call('DEL', KEYS[1])
 return #list
 `)
 
+// luaFiles keeps the attached files' share of the budget right as they expire. Each session's
+// files are a member (the session id, encoded) of fexp (zset member → expiry ms, the session's
+// as it was when they were last put or touched) and of fsize (hash member → bytes counted);
+// ftotal is the sum of fsize. Files keys expire by their own TTL too, but that does not give
+// their bytes back: sweep does, for every member past its expiry, and also deletes the keys (an
+// injected clock expires nothing on the server). Members are named by id, so the keys are
+// rebuilt from ftotal's name (same hash tag). Files whose expiry has passed are gone, whatever
+// their keys say: the session they belonged to is dead.
+const luaFiles = `
+local function fkeys(ftotal, m)
+  local base = string.sub(ftotal, 1, -7) -- strip 'ftotal'
+  return base .. 'f:' .. m, base .. 'fm:' .. m
+end
+local function sweep(ftotal, fexp, fsize)
+  for _ = 1, 10 do
+    local old = redis.call('ZRANGEBYSCORE', fexp, '-inf', now, 'LIMIT', 0, 100)
+    if #old == 0 then break end
+    for _, m in ipairs(old) do
+      local b = redis.call('HGET', fsize, m)
+      if b then redis.call('DECRBY', ftotal, b) end
+      redis.call('HDEL', fsize, m)
+      redis.call('ZREM', fexp, m)
+      redis.call('DEL', fkeys(ftotal, m))
+    end
+  end
+  -- No live files, no bytes: this also clears a total left by files put before fexp existed.
+  if redis.call('EXISTS', fexp) == 0 then redis.call('DEL', ftotal) end
+end
+-- keep sets the member's files to expire at exp (ms) and the bookkeeping to last as long as
+-- the longest-lived files.
+local function keep(ftotal, fexp, fsize, m, exp)
+  local ttl = exp - now
+  redis.call('ZADD', fexp, ms(exp), m)
+  for _, k in ipairs({fkeys(ftotal, m)}) do redis.call('PEXPIRE', k, ttl) end
+  for _, k in ipairs({ftotal, fexp, fsize}) do
+    if redis.call('PTTL', k) < ttl then redis.call('PEXPIRE', k, ttl) end
+  end
+end
+`
+
 // putFilesScript attaches reader files to a session, all or nothing: KEYS files (hash name →
-// bytes), metas (hash name → SessionFile JSON), idx, size, owner, total, ftotal, op; ARGV now,
-// ttl ms, budget bytes, max files, max session bytes, the overhead counted per file, then per
-// file: name, meta JSON, bytes. Room in the community's budget is made by dropping the oldest
-// runs' files. Reply 1, -1 too many files, -2 the session's bytes, -3 the budget (nothing
-// written in any of these cases).
-var putFilesScript = once(luaDropRun + `
-local files, metas, idx, size, owner, total, ftotal = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local ttl, budget, maxFiles, maxSession, over = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+// bytes), metas (hash name → SessionFile JSON), idx, size, owner, total, ftotal, fexp, fsize, op;
+// ARGV now, the session's expiry ms, budget bytes, max files, max session bytes, the overhead
+// counted per file, the member (encoded id), then per file: name, meta JSON, bytes. Room in the
+// community's budget is made by dropping the oldest runs' files. Reply 1, -1 too many files,
+// -2 the session's bytes, -3 the budget, -4 the session has expired (nothing written in any of
+// these cases).
+var putFilesScript = once(luaDropRun + luaFiles + `
+local files, metas, idx, size, owner, total, ftotal, fexp, fsize = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local exp, budget, maxFiles, maxSession, over, m = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+if exp <= now then return -4 end
+sweep(ftotal, fexp, fsize)
 local next = {}
 local cur = redis.call('HGETALL', metas)
 for i = 1, #cur, 2 do next[cur[i]] = cjson.decode(cur[i + 1]).bytes end
-local before = 0
-for name, b in pairs(next) do before = before + b + #name + over end
-for i = 7, #ARGV, 3 do next[ARGV[i]] = cjson.decode(ARGV[i + 1]).bytes end
+for i = 8, #ARGV, 3 do next[ARGV[i]] = cjson.decode(ARGV[i + 1]).bytes end
 local count, sum, after = 0, 0, 0
 for name, b in pairs(next) do
   count = count + 1
@@ -300,15 +344,18 @@ for name, b in pairs(next) do
 end
 if count > maxFiles then return -1 end
 if sum > maxSession then return -2 end
+local before = tonumber(redis.call('HGET', fsize, m) or '0')
 local fnow = tonumber(redis.call('GET', ftotal) or '0') - before + after
 if fnow > budget then return -3 end
-for i = 7, #ARGV, 3 do
+for i = 8, #ARGV, 3 do
   redis.call('HSET', metas, ARGV[i], ARGV[i + 1])
   redis.call('HSET', files, ARGV[i], ARGV[i + 2])
 end
-redis.call('SET', ftotal, string.format('%.0f', fnow))
-for _, k in ipairs({files, metas}) do redis.call('PEXPIRE', k, ttl) end
-if redis.call('PTTL', ftotal) < ttl then redis.call('PEXPIRE', ftotal, ttl) end
+redis.call('SET', ftotal, ms(fnow))
+redis.call('HSET', fsize, m, ms(after))
+-- An Append since the caller read the session may have pushed the expiry further already.
+exp = math.max(exp, tonumber(redis.call('ZSCORE', fexp, m) or '0'))
+keep(ftotal, fexp, fsize, m, exp)
 local dropped = 0
 while tonumber(redis.call('GET', total) or '0') + fnow > budget and dropped < 1000 do
   local oldest = redis.call('ZRANGE', idx, 0, 0)
@@ -319,27 +366,71 @@ end
 return 1
 `)
 
-// deleteFileScript removes one attached file: KEYS files, metas, ftotal, op; ARGV now, name,
-// the overhead counted per file. Reply 1 removed, 0 not there.
-var deleteFileScript = once(`
-local meta = redis.call('HGET', KEYS[2], ARGV[2])
-if not meta then return 0 end
-local b = cjson.decode(meta).bytes + #ARGV[2] + tonumber(ARGV[3])
-redis.call('HDEL', KEYS[1], ARGV[2])
-redis.call('HDEL', KEYS[2], ARGV[2])
-redis.call('DECRBY', KEYS[3], b)
+// touchFilesScript moves a session's files to the session's new expiry, after a script that
+// refreshed the session's TTL (Append, Park, Claim, Abandon): KEYS ftotal, fexp, fsize; ARGV now,
+// session ttl ms, member. Files that have expired already are not brought back (their session
+// died before it was touched). It can run twice harmlessly, so it needs no operation key.
+// Reply 1 touched, 0 no live files.
+var touchFilesScript = redis.NewScript(luaNow + luaFiles + `
+local ftotal, fexp, fsize, m = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
+sweep(ftotal, fexp, fsize)
+if not redis.call('ZSCORE', fexp, m) then return 0 end
+keep(ftotal, fexp, fsize, m, now + tonumber(ARGV[2]))
 return 1
 `)
 
-// dropFilesScript removes every attached file of a session: KEYS files, metas, ftotal, op; ARGV
-// now, the overhead counted per file. Reply the number removed.
-var dropFilesScript = once(`
-local cur = redis.call('HGETALL', KEYS[2])
-local b = 0
-for i = 1, #cur, 2 do b = b + cjson.decode(cur[i + 1]).bytes + #cur[i] + tonumber(ARGV[2]) end
-if b > 0 then redis.call('DECRBY', KEYS[3], b) end
-redis.call('DEL', KEYS[1], KEYS[2])
-return #cur / 2
+// listFilesScript reads a session's live files' metadata: KEYS metas, fexp; ARGV now, member.
+// Reply HGETALL's, empty when the files have expired.
+var listFilesScript = redis.NewScript(luaNow + `
+local exp = redis.call('ZSCORE', KEYS[2], ARGV[2])
+if not exp or tonumber(exp) <= now then return {} end
+return redis.call('HGETALL', KEYS[1])
+`)
+
+// getFileScript reads one live file: KEYS files, metas, fexp; ARGV now, member, name. Reply
+// {meta JSON, bytes}, or {} when there is no such live file.
+var getFileScript = redis.NewScript(luaNow + `
+local exp = redis.call('ZSCORE', KEYS[3], ARGV[2])
+if not exp or tonumber(exp) <= now then return {} end
+local meta = redis.call('HGET', KEYS[2], ARGV[3])
+local b = redis.call('HGET', KEYS[1], ARGV[3])
+if not meta or not b then return {} end
+return {meta, b}
+`)
+
+// deleteFileScript removes one attached file: KEYS files, metas, ftotal, fexp, fsize, op; ARGV
+// now, name, the overhead counted per file, member. Reply 1 removed, 0 not there.
+var deleteFileScript = once(luaFiles + `
+local files, metas, ftotal, fexp, fsize, m = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[4]
+sweep(ftotal, fexp, fsize)
+local meta = redis.call('HGET', metas, ARGV[2])
+if not meta then return 0 end
+local b = cjson.decode(meta).bytes + #ARGV[2] + tonumber(ARGV[3])
+redis.call('HDEL', files, ARGV[2])
+redis.call('HDEL', metas, ARGV[2])
+if not redis.call('HGET', fsize, m) then return 1 end -- not counted (put before fsize existed)
+redis.call('DECRBY', ftotal, b)
+if redis.call('HLEN', metas) == 0 then
+  redis.call('HDEL', fsize, m)
+  redis.call('ZREM', fexp, m)
+else
+  redis.call('HINCRBY', fsize, m, -b)
+end
+return 1
+`)
+
+// dropFilesScript removes every attached file of a session: KEYS files, metas, ftotal, fexp,
+// fsize, op; ARGV now, member. Reply the number removed.
+var dropFilesScript = once(luaFiles + `
+local files, metas, ftotal, fexp, fsize, m = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[2]
+sweep(ftotal, fexp, fsize)
+local n = redis.call('HLEN', metas)
+local b = redis.call('HGET', fsize, m)
+if b then redis.call('DECRBY', ftotal, b) end
+redis.call('HDEL', fsize, m)
+redis.call('ZREM', fexp, m)
+redis.call('DEL', files, metas)
+return n
 `)
 
 // putRecordScript records one run of a live session: KEYS meta, rec, op; ARGV now, session ttl

@@ -1091,3 +1091,75 @@ func testFilesShareTheBudget(t *testing.T, s Store) {
 		t.Errorf("an upload after the session with the other file was deleted: %v", err)
 	}
 }
+
+// testFilesLiveWithTheSession: attached files live exactly as long as their session. Appends
+// keep them past the TTL they were put with; once the session has been idle for its TTL they are
+// gone with it (a new session under the same id starts without them), and their bytes are back
+// in the budget. s's ArtifactBytes is 10,000, its SessionTTL 24 h, and c its clock.
+func testFilesLiveWithTheSession(t *testing.T, s Store, c *clock) {
+	ctx := context.Background()
+	lim := FileLimits{MaxFiles: 16, MaxSessionBytes: 1 << 20}
+	file := func(name string, n int) NewFile { // counts n bytes with its name and overhead
+		return NewFile{Name: name, Type: "txt", Data: bytes.Repeat([]byte{'x'}, n-len(name)-runOverhead)}
+	}
+	names := func(id string) ([]string, error) {
+		l, err := s.Files(ctx, "c", id)
+		out := make([]string, 0, len(l))
+		for _, f := range l {
+			out = append(out, f.Name)
+		}
+		return out, err
+	}
+	mustEnsure(t, s, "c", "s1")
+	if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{file("a.txt", 6000)}, lim); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // 40 h of activity, past the 24 h the files were put with
+		c.Advance(20 * time.Hour)
+		mustAppend(t, s, "c", "s1", msg("still here"))
+	}
+	if got, err := names("s1"); err != nil || !slices.Equal(got, []string{"a.txt"}) {
+		t.Fatalf("an active session's files after 40 h = %q, %v; want [a.txt]", got, err)
+	}
+	if f, b, err := s.File(ctx, "c", "s1", "a.txt"); err != nil || f.Bytes != int64(len(b)) || len(b) != 6000-5-runOverhead {
+		t.Fatalf("File of an active session after 40 h = %+v, %d bytes, %v", f, len(b), err)
+	}
+
+	mustEnsure(t, s, "c", "s2")
+	if _, err := s.PutFiles(ctx, "c", "s2", []NewFile{file("b.txt", 3000)}, lim); err != nil {
+		t.Fatal(err)
+	}
+	// Both sessions' files count: 9,000 of 10,000.
+	if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{file("c.txt", 2000)}, lim); !errors.Is(err, ErrArtifactBudget) {
+		t.Fatalf("an upload past the budget: %v, want ErrArtifactBudget", err)
+	}
+	c.Advance(20 * time.Hour)
+	mustAppend(t, s, "c", "s1", msg("and here"))
+	c.Advance(5 * time.Hour) // s2 idle for 25 h: dead, with its files
+	if _, err := s.Files(ctx, "c", "s2"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Files of the idle session: %v, want ErrNotFound", err)
+	}
+	if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{file("c.txt", 2000)}, lim); err != nil {
+		t.Errorf("an upload that fits once the idle session's files are gone: %v", err)
+	}
+	mustEnsure(t, s, "c", "s2")
+	if got, err := names("s2"); err != nil || len(got) != 0 {
+		t.Errorf("a new session under the dead one's id has files %q, %v; want none", got, err)
+	}
+	if _, _, err := s.File(ctx, "c", "s2", "b.txt"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("File of the dead session's file: %v, want ErrNotFound", err)
+	}
+	if got, err := names("s1"); err != nil || !slices.Equal(got, []string{"a.txt", "c.txt"}) {
+		t.Errorf("the active session's files = %q, %v; want [a.txt c.txt]", got, err)
+	}
+
+	// Left idle, s1 loses its 8,000 too: the whole budget is free again.
+	c.Advance(25 * time.Hour)
+	mustEnsure(t, s, "c", "s3")
+	if _, err := s.PutFiles(ctx, "c", "s3", []NewFile{file("d.txt", 10000)}, lim); err != nil {
+		t.Errorf("an upload of the whole budget after every other session died: %v", err)
+	}
+	if _, err := s.Files(ctx, "c", "s1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Files of s1 after 25 h idle: %v, want ErrNotFound", err)
+	}
+}
