@@ -124,8 +124,8 @@ func newTestPoolLogs(tb testing.TB, opts PoolOptions) (*Pool, *syncBuffer) {
 		}
 	})
 	opts.Binary = bin
-	opts.Args = []string{"sandbox-worker", "--engine-dir", e.dir, "--engine-cache", testCacheDir(),
-		"--memory-mb", "1024", "--log-format", "text"}
+	opts.Args = append([]string{"sandbox-worker", "--engine-dir", e.dir, "--engine-cache", testCacheDir(),
+		"--memory-mb", "1024", "--log-format", "text"}, opts.Args...) // the test's own flags last
 	opts.Stderr = logs
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	start := time.Now()
@@ -702,5 +702,23 @@ print(len(small), small)
 	}
 	if res, err := p.Run(ctx, Request{Source: "print(1)", Timeout: 10 * time.Second}); err != nil || res.Stdout != "1\n" {
 		t.Errorf("a run after the refusals: %+v, %v", res, err)
+	}
+}
+
+// TestPoolSessionIdle: a worker ends a session's interpreter after the idle time the server
+// gives it (--session-idle), and the session's next run says it restarted.
+func TestPoolSessionIdle(t *testing.T) {
+	p := newTestPool(t, PoolOptions{Workers: 1, Args: []string{"--session-idle", "1s"}})
+	ctx := context.Background()
+	if res, err := p.Run(ctx, Request{Source: "x = 1", Session: "idle"}); err != nil || res.Status != StatusOK {
+		t.Fatalf("%v %+v", err, res)
+	}
+	waitFor(t, "the idle interpreter to be swept", 10*time.Second, func() bool {
+		res, err := p.Run(ctx, Request{Source: "print(1)"}) // a run that reports the worker's sessions
+		return err == nil && res.Status == StatusOK && p.Stats().Sessions == 0
+	})
+	res, err := p.Run(ctx, Request{Source: "print('x' in globals())", Session: "idle"})
+	if err != nil || res.Stdout != "False\n" || !strings.HasPrefix(res.Stderr, MsgRestarted) {
+		t.Errorf("after the idle time: %v %q %q", err, res.Stdout, res.Stderr)
 	}
 }

@@ -194,4 +194,11 @@ func TestSessionsBounds(t *testing.T) {
 	if n != 0 {
 		t.Errorf("%d sessions kept after a sweep ended their interpreters", n)
 	}
+	// Forgotten, it still knows its interpreter ended: the next run says so, once.
+	if res := run(idle, "z", "print(1)"); !strings.HasPrefix(res.Stderr, MsgRestarted) {
+		t.Errorf("a swept session's next run: %q", res.Stderr)
+	}
+	if res := run(idle, "z", "print(1)"); strings.Contains(res.Stderr, "restarted") {
+		t.Errorf("the run after it: %q", res.Stderr)
+	}
 }

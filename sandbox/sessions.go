@@ -7,9 +7,12 @@ import (
 	"time"
 )
 
+// defaultSessionIdle is how long an unused interpreter lives when no idle time is given.
+const defaultSessionIdle = 10 * time.Minute
+
 // SessionsOptions bound a Sessions.
 type SessionsOptions struct {
-	// Idle ends an interpreter no run used for this long (10 min when zero).
+	// Idle ends an interpreter no run used for this long (defaultSessionIdle, 10 min, when zero).
 	Idle time.Duration
 	// MaxLive bounds the interpreters alive at once (16 when zero); MaxMemory their linear
 	// memory in all (2 GiB when zero). Past either, the least recently used go first.
@@ -27,7 +30,14 @@ type Sessions struct {
 	mu  sync.Mutex
 	m   map[string]*list.Element // of *sessionEntry
 	lru list.List                // least recently used at the front
+	// gone holds the keys of sessions Sweep forgot after their interpreter ended, oldest
+	// first (at most maxForgotten), so a later run of one still says it restarted.
+	gone      map[string]struct{}
+	goneOrder []string
 }
+
+// maxForgotten bounds the forgotten session keys a Sessions remembers.
+const maxForgotten = 10000
 
 type sessionEntry struct {
 	key string
@@ -37,7 +47,7 @@ type sessionEntry struct {
 // NewSessions returns an empty set of sessions on e.
 func (e *Engine) NewSessions(opts SessionsOptions) *Sessions {
 	if opts.Idle <= 0 {
-		opts.Idle = 10 * time.Minute
+		opts.Idle = defaultSessionIdle
 	}
 	if opts.MaxLive <= 0 {
 		opts.MaxLive = 16
@@ -45,7 +55,7 @@ func (e *Engine) NewSessions(opts SessionsOptions) *Sessions {
 	if opts.MaxMemory <= 0 {
 		opts.MaxMemory = 2 << 30
 	}
-	return &Sessions{e: e, opts: opts, m: map[string]*list.Element{}}
+	return &Sessions{e: e, opts: opts, m: map[string]*list.Element{}, gone: map[string]struct{}{}}
 }
 
 // Run runs req in key's session, starting it when needed, then makes room: other sessions'
@@ -55,7 +65,11 @@ func (ss *Sessions) Run(ctx context.Context, key string, req Request) (Result, e
 	el, ok := ss.m[key]
 	if !ok {
 		s := ss.e.NewSession()
-		s.ended = req.SessionRestarted // its interpreter ended elsewhere: the first run says so
+		// Its interpreter ended elsewhere (a worker died) or here before Sweep forgot it: the
+		// first run says so.
+		_, forgot := ss.gone[key]
+		delete(ss.gone, key)
+		s.ended = req.SessionRestarted || forgot
 		el = ss.lru.PushBack(&sessionEntry{key: key, s: s})
 		ss.m[key] = el
 	} else {
@@ -121,11 +135,33 @@ func (ss *Sessions) Sweep() int {
 			if ss.m[e.key] == el {
 				delete(ss.m, e.key)
 				ss.lru.Remove(el)
+				ss.forget(e.key)
 			}
 			ss.mu.Unlock()
 		}
 	}
 	return ended
+}
+
+// forget remembers that key's interpreter ended. The caller holds mu.
+func (ss *Sessions) forget(key string) {
+	if _, ok := ss.gone[key]; !ok {
+		ss.gone[key] = struct{}{}
+		ss.goneOrder = append(ss.goneOrder, key)
+	}
+	for len(ss.gone) > maxForgotten && len(ss.goneOrder) > 0 {
+		delete(ss.gone, ss.goneOrder[0])
+		ss.goneOrder = ss.goneOrder[1:]
+	}
+	if len(ss.goneOrder) > 2*maxForgotten { // keys that ran again since: compact
+		kept := ss.goneOrder[:0]
+		for _, k := range ss.goneOrder {
+			if _, ok := ss.gone[k]; ok {
+				kept = append(kept, k)
+			}
+		}
+		ss.goneOrder = kept
+	}
 }
 
 // Stats reports the live interpreters and their memory.

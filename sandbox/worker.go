@@ -24,8 +24,9 @@ const workerStopGrace = 2 * time.Second
 // which ends it too. It returns an error when in or out breaks or a frame is
 // malformed, and after a panic in a run (the engine may be damaged; the pool starts a new
 // worker). ctx bounds nothing but the runs' own contexts; a worker is meant to outlive a
-// SIGINT sent to the server's process group until the server closes it.
-func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, log *slog.Logger) error {
+// SIGINT sent to the server's process group until the server closes it. so bounds the worker's
+// live session interpreters (its idle time is the server's --sandbox-session-idle).
+func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, log *slog.Logger, so SessionsOptions) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -59,9 +60,9 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 	finished := make(chan done, 1)
 	// Live sessions: a run naming one goes to its interpreter here (the pool sends a session's
 	// runs to the worker that holds it). Ended before the engine is.
-	sessions := e.NewSessions(SessionsOptions{})
+	sessions := e.NewSessions(so)
 	defer sessions.Close()
-	sweep := time.NewTicker(time.Minute)
+	sweep := time.NewTicker(sweepEvery(so.Idle))
 	defer sweep.Stop()
 	var (
 		busy  bool
@@ -152,4 +153,13 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 			}
 		}
 	}
+}
+
+// sweepEvery is how often a worker looks for idle interpreters: a quarter of the idle time,
+// between a second and a minute.
+func sweepEvery(idle time.Duration) time.Duration {
+	if idle <= 0 {
+		idle = defaultSessionIdle
+	}
+	return min(max(idle/4, time.Second), time.Minute)
 }

@@ -21,7 +21,7 @@ func startWorker(t *testing.T, e *Engine) *workerConn {
 	outR, outW := io.Pipe()
 	c := &workerConn{t: t, in: inW, out: outR, done: make(chan error, 1)}
 	go func() {
-		c.done <- ServeWorker(context.Background(), e, inR, outW, nil)
+		c.done <- ServeWorker(context.Background(), e, inR, outW, nil, SessionsOptions{})
 		_ = outW.Close()
 	}()
 	t.Cleanup(func() { _ = inW.Close(); _ = outR.Close() })

@@ -137,6 +137,9 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 	}
 	args := []string{"sandbox-worker", "--engine-dir", s.engineDir, "--mode", "fast",
 		"--memory-mb", strconv.Itoa(s.sandboxMemoryMB), "--log-format", "json"}
+	if s.sessionIdle > 0 {
+		args = append(args, "--session-idle", s.sessionIdle.String())
+	}
 	if s.engineCache != "" {
 		args = append(args, "--engine-cache", s.engineCache)
 	}
@@ -151,7 +154,7 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 	log.Info("python workers ready", slog.Int("workers", pool.Stats().Workers))
 	r := &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages()}
 	if s.sessionIdle > 0 {
-		// Each worker keeps its sessions' live interpreters (ending idle ones after 10 min);
+		// Each worker keeps its sessions' live interpreters (ending idle ones after --sandbox-session-idle);
 		// the pool sends a session's runs to the worker that holds it.
 		r.inSession = func(ctx context.Context, key string, req sandbox.Request) (sandbox.Result, error) {
 			req.Session = key

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/osc-assistant/assistant/sandbox"
 )
@@ -31,6 +32,7 @@ func runSandboxWorker(ctx context.Context, args []string, getenv func(string) st
 	if defaultLogFormat == "" {
 		defaultLogFormat = "auto"
 	}
+	sessionIdle := fs.Duration("session-idle", 10*time.Minute, "how long a session's live interpreter lives without a run (the server passes its --sandbox-session-idle)")
 	logFormat := fs.String("log-format", defaultLogFormat, "json, text, or auto (ASSISTANT_LOG_FORMAT)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: assistant sandbox-worker [flags]\n\n"+
@@ -86,7 +88,7 @@ func runSandboxWorker(ctx context.Context, args []string, getenv func(string) st
 	defer eng.Close(context.WithoutCancel(ctx))
 	// A signal sent to the server's process group must not end a run the server still waits
 	// for: the worker ends with its stdin.
-	if err := sandbox.ServeWorker(context.WithoutCancel(ctx), eng, stdin, stdout, log); err != nil {
+	if err := sandbox.ServeWorker(context.WithoutCancel(ctx), eng, stdin, stdout, log, sandbox.SessionsOptions{Idle: *sessionIdle}); err != nil {
 		log.Error("sandbox worker stopped", "error", err)
 		return 1
 	}
