@@ -105,6 +105,9 @@ func BenchmarkSessionRun(b *testing.B) {
 			b.Fatalf("%v %s %q %s", err, res.Status, res.Stdout, res.Stderr)
 		}
 	}
+	if _, err := e.sessionSnapshot(ctx, req); err != nil { // made in the background otherwise
+		b.Fatal(err)
+	}
 	b.Run("baseline=fresh-instance", func(b *testing.B) {
 		for b.Loop() {
 			check(e.Run(ctx, req))

@@ -154,6 +154,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		mode:     opts.Mode,
 		cacheDir: opts.CacheDir,
 	}
+	e.startSnapshots()
 	// os.Root keeps every path inside the directory; ReadFS refuses opens for writing (EROFS)
 	// rather than failing later at the first write.
 	e.fsBase = wazero.NewFSConfig().(sysfs.FSConfig).
@@ -232,6 +233,7 @@ func (e *Engine) Mode() Mode { return e.mode }
 // Close releases the runtime, the compiled module and the compilation cache. Calls in flight
 // fail.
 func (e *Engine) Close(ctx context.Context) error {
+	e.stopSnapshots() // before the runtime goes: a build runs in it
 	e.syntax.close()
 	var errs []error
 	if e.rt != nil {

@@ -461,6 +461,11 @@ func (e *Engine) newRunPolicy(ctx, runCtx context.Context, req Request) (*runPol
 	if err != nil {
 		return nil, err
 	}
+	return e.newRunPolicyFiles(runCtx, req, files)
+}
+
+// newRunPolicyFiles is newRunPolicy with /opt/osa's files already made (policyFiles).
+func (e *Engine) newRunPolicyFiles(runCtx context.Context, req Request, files memFS) (*runPolicy, error) {
 	timeout := req.FetchTimeout
 	if timeout <= 0 {
 		timeout = DefaultFetchTimeout

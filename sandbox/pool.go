@@ -654,7 +654,7 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 func (p *Pool) reap(w *worker, out *os.File) {
 	defer p.wg.Done()
 	for {
-		f, err := readFrame(out)
+		f, err := readWorkerFrame(out)
 		if err != nil {
 			w.readErr = err
 			break

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -137,9 +138,16 @@ func writeJSON(w io.Writer, f *frame) error {
 }
 
 // readFrame reads one frame, and for a run frame that announces attached files the raw frames
-// that follow it, into its Request.Data. It returns io.EOF at a clean end between frames and
-// io.ErrUnexpectedEOF for a message cut short.
-func readFrame(r io.Reader) (*frame, error) {
+// that follow it, into its Request.Data (only the worker's side reads those: see
+// readWorkerFrame). It returns io.EOF at a clean end between frames and io.ErrUnexpectedEOF
+// for a message cut short.
+func readFrame(r io.Reader) (*frame, error) { return readFrameData(r, true) }
+
+// readWorkerFrame reads one frame a worker sent: a worker never sends files, so a frame that
+// announces any is a protocol error before a byte of them is read.
+func readWorkerFrame(r io.Reader) (*frame, error) { return readFrameData(r, false) }
+
+func readFrameData(r io.Reader, acceptData bool) (*frame, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
@@ -163,6 +171,9 @@ func readFrame(r io.Reader) (*frame, error) {
 		return nil, fmt.Errorf("%w: inside the JSON of a %s frame", errBadData, f.Type)
 	}
 	if f.Data != nil {
+		if !acceptData {
+			return nil, fmt.Errorf("%w: announced by the worker", errBadData)
+		}
 		if f.Type != frameRun || f.Request == nil {
 			return nil, fmt.Errorf("%w: announced by a %s frame without a request", errBadData, f.Type)
 		}
@@ -267,11 +278,13 @@ func readData(r io.Reader, files []dataFile) (map[string][]byte, error) {
 		if n := binary.BigEndian.Uint32(hdr[:]); int64(n) != f.Bytes {
 			return nil, fmt.Errorf("%w: %q announced %d bytes, its frame has %d", errBadData, f.Name, f.Bytes, n)
 		}
-		b := make([]byte, f.Bytes)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, cutShort(err)
+		// Grown as the bytes arrive, so a sender that announces much and sends little holds
+		// little of the reader's memory.
+		var buf bytes.Buffer
+		if m, err := io.CopyN(&buf, r, f.Bytes); err != nil || m != f.Bytes {
+			return nil, cutShort(cmp.Or(err, io.EOF))
 		}
-		data[f.Name] = b
+		data[f.Name] = buf.Bytes()
 	}
 	return data, nil
 }

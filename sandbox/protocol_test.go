@@ -354,3 +354,20 @@ func FuzzReadFrame(f *testing.F) {
 		}
 	})
 }
+
+// TestWorkerFramesCarryNoData: the pool's side refuses a frame from a worker that announces
+// files, before reading (or allocating for) any of them.
+func TestWorkerFramesCarryNoData(t *testing.T) {
+	var b bytes.Buffer
+	body := `{"type":"run","id":1,"request":{},"data":[{"name":"a","bytes":104857600}]}`
+	_ = binary.Write(&b, binary.BigEndian, uint32(len(body)))
+	b.WriteString(body)
+	_ = binary.Write(&b, binary.BigEndian, uint32(104857600)) // then nothing: a stall
+	raw := b.Bytes()
+	if _, err := readWorkerFrame(bytes.NewReader(raw)); !errors.Is(err, errBadData) {
+		t.Errorf("readWorkerFrame: %v, want errBadData", err)
+	}
+	if _, err := readFrame(bytes.NewReader(raw)); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("readFrame of a cut data frame: %v, want io.ErrUnexpectedEOF", err)
+	}
+}

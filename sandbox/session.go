@@ -183,13 +183,25 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 // start starts an interpreter for req's policy, from the engine's snapshot when it has one.
 // The caller holds s.mu.
 func (s *Session) start(ctx context.Context, req Request, key string) (*liveInstance, error) {
-	snap, _ := s.e.sessionSnapshot(ctx, req) // without one the interpreter starts cold
+	files, err := s.e.policyFiles(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	mem := uint64(max(req.MemoryBytes, 0))
+	if mem != 0 && mem < minMemoryBytes {
+		mem = minMemoryBytes
+	}
+	// Without its image ready (being built, or none), the interpreter starts cold.
+	snap := s.e.readySnapshot(ctx, req, files)
+	if snap != nil && mem != 0 && uint64(snap.pages)*PageSize > mem {
+		snap = nil // the image is larger than this session may grow
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	instCtx, cancel := context.WithCancelCause(context.Background())
 	data := new(dataFS)
-	policy, mounts, err := s.e.sessionPolicy(instCtx, instCtx, req, data)
+	policy, mounts, err := s.e.sessionPolicy(instCtx, req, files, data)
 	if err != nil {
 		cancel(err)
 		return nil, err
@@ -199,10 +211,6 @@ func (s *Session) start(ctx context.Context, req Request, key string) (*liveInst
 		cancel: cancel, ended: make(chan outcome, 1), policy: policy, data: data}
 	if snap != nil {
 		s.snapStarts.Add(1)
-	}
-	mem := uint64(max(req.MemoryBytes, 0))
-	if mem != 0 && mem < minMemoryBytes {
-		mem = minMemoryBytes
 	}
 	scratch := newScratchFS(int64(orDefault(int(req.ScratchBytes), DefaultScratchBytes)), orDefault(req.ScratchFiles, DefaultScratchFiles))
 	// What an interpreter writes before it first reads a request is the runtime's, never a

@@ -181,54 +181,126 @@ func (e *Engine) snapshotKey(layout []string, files memFS, prelude string) strin
 // community's deployment); the least recently used goes first.
 const maxSnapshots = 16
 
-// snapshots holds the engine's images by key, each built once when a session first needs it.
+// snapshotWait is how long a new interpreter waits for its policy's image when it is not
+// ready: long enough to read one from disk, not to build one. An interpreter that does not get
+// it starts cold (as before snapshots), so a build never counts against a run's deadline.
+const snapshotWait = 150 * time.Millisecond
+
+// snapshotRetry is how long a failed build is remembered before the next session tries again.
+const snapshotRetry = time.Minute
+
+// snapshots holds the engine's images by key. Each is loaded or built once, in the background,
+// one build at a time, and never outlives the engine (Close waits for the build in progress).
 type snapshots struct {
 	mu    sync.Mutex
 	byKey map[string]*snapEntry
 	tick  int64
+	build sync.Mutex     // one build at a time: each is a CPython start-up's worth of CPU
+	bg    sync.WaitGroup // the builds in flight
+	ctx   context.Context
+	stop  context.CancelFunc
+	wait  time.Duration // snapshotWait; tests change it
+	// make loads or builds an image (loadOrBuildSnapshot); tests replace it to fail.
+	make func(ctx context.Context, key string, req Request, files memFS) (*snapshot, string, error)
 }
 
 type snapEntry struct {
-	ready chan struct{} // closed once snap or err is set
-	snap  *snapshot
-	err   error
-	used  int64
+	ready  chan struct{} // closed once snap or err is set
+	snap   *snapshot
+	err    error
+	failed time.Time // when err was set
+	used   int64
 }
 
-// sessionSnapshot returns the image a new interpreter of req's policy starts from, building
-// or loading it the first time; nil (and the error, logged once) when there is none, and the
-// interpreter then starts cold.
+// startSnapshots prepares e's images; stopSnapshots ends a build in progress and waits for it.
+func (e *Engine) startSnapshots() {
+	e.snaps.byKey = map[string]*snapEntry{}
+	e.snaps.ctx, e.snaps.stop = context.WithCancel(context.Background())
+	e.snaps.wait, e.snaps.make = snapshotWait, e.loadOrBuildSnapshot
+}
+
+func (e *Engine) stopSnapshots() {
+	if e.snaps.stop != nil {
+		e.snaps.stop()
+	}
+	e.snaps.bg.Wait()
+}
+
+// policySnapshot returns the key of req's image (files are req's /opt/osa, from policyFiles)
+// and its entry, starting its load or build when there is none (or its last build failed more
+// than snapshotRetry ago).
+func (e *Engine) policySnapshot(req Request, files memFS) *snapEntry {
+	key := e.snapshotKey(sessionLayout(e), files, req.Prelude)
+	e.snaps.mu.Lock()
+	defer e.snaps.mu.Unlock()
+	e.snaps.tick++
+	ent, ok := e.snaps.byKey[key]
+	if ok && ent.err != nil && time.Since(ent.failed) > snapshotRetry {
+		ok = false
+	}
+	if ok {
+		ent.used = e.snaps.tick
+		return ent
+	}
+	if err := e.snaps.ctx.Err(); err != nil {
+		ent = &snapEntry{ready: make(chan struct{}), err: err, failed: time.Now()}
+		close(ent.ready)
+		return ent // the engine is closing
+	}
+	ent = &snapEntry{ready: make(chan struct{}), used: e.snaps.tick}
+	e.snaps.byKey[key] = ent
+	e.snaps.evict()
+	e.snaps.bg.Add(1)
+	go e.fillSnapshot(ent, key, req, files)
+	return ent
+}
+
+// fillSnapshot loads or builds ent's image; whatever happens, ent is ready afterwards.
+func (e *Engine) fillSnapshot(ent *snapEntry, key string, req Request, files memFS) {
+	defer e.snaps.bg.Done()
+	defer close(ent.ready)
+	defer func() {
+		if r := recover(); r != nil {
+			ent.snap, ent.err = nil, fmt.Errorf("sandbox: building the snapshot panicked: %v", r)
+		}
+		if ent.err != nil {
+			ent.failed = time.Now()
+			e.log.Warn("python snapshot unavailable; its interpreters start without it", "error", ent.err)
+		}
+	}()
+	e.snaps.build.Lock()
+	defer e.snaps.build.Unlock()
+	start := time.Now()
+	s, from, err := e.snaps.make(e.snaps.ctx, key, req, files)
+	ent.snap, ent.err = s, err
+	if err == nil {
+		e.log.Info("python snapshot ready", "from", from, "pages", s.pages, "bytes", s.bytes(),
+			"duration", time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// readySnapshot is req's image if it is ready within snapshotWait, else nil (the interpreter
+// starts cold; the image goes on being made for the next one).
+func (e *Engine) readySnapshot(ctx context.Context, req Request, files memFS) *snapshot {
+	ent := e.policySnapshot(req, files)
+	t := time.NewTimer(e.snaps.wait)
+	defer t.Stop()
+	select {
+	case <-ent.ready:
+		return ent.snap
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// sessionSnapshot waits for req's image (for tests and benchmarks).
 func (e *Engine) sessionSnapshot(ctx context.Context, req Request) (*snapshot, error) {
 	files, err := e.policyFiles(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	key := e.snapshotKey(sessionLayout(e), files, req.Prelude)
-	e.snaps.mu.Lock()
-	if e.snaps.byKey == nil {
-		e.snaps.byKey = map[string]*snapEntry{}
-	}
-	e.snaps.tick++
-	ent, ok := e.snaps.byKey[key]
-	if !ok {
-		ent = &snapEntry{ready: make(chan struct{})}
-		e.snaps.byKey[key] = ent
-		e.snaps.evict()
-	}
-	ent.used = e.snaps.tick
-	e.snaps.mu.Unlock()
-	if !ok {
-		start := time.Now()
-		s, from, err := e.loadOrBuildSnapshot(context.WithoutCancel(ctx), key, req)
-		ent.snap, ent.err = s, err
-		close(ent.ready)
-		if err != nil {
-			e.log.Warn("python snapshot unavailable; its interpreters start without it", "error", err)
-		} else {
-			e.log.Info("python snapshot ready", "from", from, "pages", s.pages, "bytes", s.bytes(),
-				"duration", time.Since(start).Round(time.Millisecond))
-		}
-	}
+	ent := e.policySnapshot(req, files)
 	select {
 	case <-ent.ready:
 		return ent.snap, ent.err
@@ -258,7 +330,7 @@ func (e *Engine) snapshotPath(key string) string {
 	return filepath.Join(e.cacheDir, "snapshots", key[:32]+".snap")
 }
 
-func (e *Engine) loadOrBuildSnapshot(ctx context.Context, key string, req Request) (*snapshot, string, error) {
+func (e *Engine) loadOrBuildSnapshot(ctx context.Context, key string, req Request, files memFS) (*snapshot, string, error) {
 	path := e.snapshotPath(key)
 	if path != "" {
 		s, err := readSnapshot(path, e.sha256, key)
@@ -269,7 +341,7 @@ func (e *Engine) loadOrBuildSnapshot(ctx context.Context, key string, req Reques
 			e.log.Warn("python snapshot on disk refused; building it again", "path", path, "error", err)
 		}
 	}
-	s, err := e.buildSnapshot(ctx, key, req)
+	s, err := e.buildSnapshot(ctx, key, req, files)
 	if err != nil {
 		return nil, "", err
 	}
@@ -284,10 +356,10 @@ func (e *Engine) loadOrBuildSnapshot(ctx context.Context, key string, req Reques
 
 // buildSnapshot starts an interpreter of req's policy with the session layout, warms it, and
 // images it.
-func (e *Engine) buildSnapshot(ctx context.Context, key string, req Request) (*snapshot, error) {
+func (e *Engine) buildSnapshot(ctx context.Context, key string, req Request, files memFS) (*snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	policy, mounts, err := e.sessionPolicy(ctx, ctx, req, new(dataFS))
+	policy, mounts, err := e.sessionPolicy(ctx, req, files, new(dataFS))
 	if err != nil {
 		return nil, err
 	}
@@ -399,8 +471,15 @@ func (s *snapshot) restore(mem api.Memory) error {
 // otherwise pile up); the least recently written go first.
 const maxSnapshotFiles = 32
 
-// pruneSnapshots removes the oldest *.snap files of dir past keep.
+// pruneSnapshots removes the oldest *.snap files of dir past keep, and temporary files a crash
+// left behind.
 func pruneSnapshots(dir string, keep int) {
+	temps, _ := filepath.Glob(filepath.Join(dir, ".snap-*"))
+	for _, p := range temps {
+		if fi, err := os.Stat(p); err == nil && time.Since(fi.ModTime()) > 10*time.Minute {
+			_ = os.Remove(p)
+		}
+	}
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.snap"))
 	if len(paths) <= keep {
 		return
@@ -519,6 +598,13 @@ func (e *Engine) instantiateFrom(ctx context.Context, s *snapshot, cfg wazero.Mo
 	}
 	defer mod.Close(ctx)
 	if err := s.restore(mod.Memory()); err != nil {
+		// The image does not fit (a cap below its size, the host short of memory): start
+		// the interpreter cold instead, as without an image.
+		_ = mod.Close(ctx)
+		cold, err := e.rt.InstantiateModule(ctx, e.compiled, cfg)
+		if cold != nil {
+			_ = cold.Close(ctx)
+		}
 		return err
 	}
 	fn := mod.ExportedFunction("osa_resume")
@@ -588,11 +674,12 @@ func (d *dataFS) Utimens(path string, atim, mtim int64) expsys.Errno {
 	return d.fs().Utimens(path, atim, mtim)
 }
 
-// sessionPolicy is req's policy for a session's interpreter, with the guest layout every
-// session has (so an image fits any of them): the policy's mounts, then /data.
-func (e *Engine) sessionPolicy(ctx, runCtx context.Context, req Request, data *dataFS) (*runPolicy, []mount, error) {
+// sessionPolicy is req's policy for a session's interpreter (files: its /opt/osa, from
+// policyFiles), with the guest layout every session has (so an image fits any of them): the
+// policy's mounts, then /data.
+func (e *Engine) sessionPolicy(runCtx context.Context, req Request, files memFS, data *dataFS) (*runPolicy, []mount, error) {
 	req.Data = nil // /data is the session's dataFS
-	p, err := e.newRunPolicy(ctx, runCtx, req)
+	p, err := e.newRunPolicyFiles(runCtx, req, files)
 	if err != nil {
 		return nil, nil, err
 	}

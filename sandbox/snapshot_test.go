@@ -69,12 +69,12 @@ func TestSnapshotOnDisk(t *testing.T) {
 	}
 	a := open()
 	key := a.snapshotKey(sessionLayout(a), mustFiles(t, a), "")
-	sa, from, err := a.loadOrBuildSnapshot(context.Background(), key, Request{})
+	sa, from, err := a.loadOrBuildSnapshot(context.Background(), key, Request{}, mustFiles(t, a))
 	if err != nil || from != "build" {
 		t.Fatalf("first engine: %v %q", err, from)
 	}
 	b := open()
-	sb, from, err := b.loadOrBuildSnapshot(context.Background(), key, Request{})
+	sb, from, err := b.loadOrBuildSnapshot(context.Background(), key, Request{}, mustFiles(t, b))
 	if err != nil || from != "disk" || sb.sum != sa.sum {
 		t.Fatalf("second engine: %v %q", err, from)
 	}
@@ -84,7 +84,7 @@ func TestSnapshotOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := open()
-	sc, from, err := c.loadOrBuildSnapshot(context.Background(), key, Request{})
+	sc, from, err := c.loadOrBuildSnapshot(context.Background(), key, Request{}, mustFiles(t, c))
 	if err != nil || from != "build" {
 		t.Fatalf("a file of another engine was not refused: %v %q", err, from)
 	}
@@ -149,6 +149,9 @@ func TestSnapshotSessionIsolation(t *testing.T) {
 	defer s.Close()
 	req := Request{FetchAllow: []string{srv.URL + "/data/"}, AllowLoopback: true, Data: map[string][]byte{"a.csv": []byte("x\n1\n")},
 		Prelude: "import osa\n"}
+	if _, err := e.sessionSnapshot(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
 	req.Source = `import os, socket, urllib.request
 out = []
 for f in [lambda: socket.create_connection(("127.0.0.1", ` + port + `), timeout=2), lambda: urllib.request.urlopen(` + pyQuote(srv.URL+"/data/hello.txt") + `, timeout=2)]:
@@ -178,5 +181,63 @@ print(" ".join(out))
 	want := "refused refused absent absent absent refused refused refused refused 1 fetch refused hello"
 	if res.Status != StatusOK || strings.TrimSpace(res.Stdout) != want || !s.startedFromSnapshot() {
 		t.Errorf("%s %q (want %q) from image %v\n%s", res.Status, res.Stdout, want, s.startedFromSnapshot(), res.Stderr)
+	}
+}
+
+// TestSnapshotNeverDelaysARun: a session whose image is not ready starts cold at once (the
+// image is made in the background, never inside a run's deadline); a build that fails or
+// panics leaves its policy's sessions starting cold, not waiting, and is tried again later.
+func TestSnapshotNeverDelaysARun(t *testing.T) {
+	shared := testEngine(t)
+	e, err := New(context.Background(), Options{Dir: shared.dir, CacheDir: t.TempDir(), MemoryLimitPages: uint32(shared.maxMem / PageSize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	e.snaps.wait = 0
+	release := make(chan struct{})
+	build := e.snaps.make
+	e.snaps.make = func(ctx context.Context, key string, req Request, files memFS) (*snapshot, string, error) {
+		<-release // a build that takes as long as the test wants
+		return build(ctx, key, req, files)
+	}
+	req := Request{Source: "print(6 * 7)", Prelude: "import json\n"}
+	s := e.NewSession()
+	if res := sessionRun(t, s, req); res.Stdout != "42\n" || s.startedFromSnapshot() {
+		t.Errorf("while the image is made: %q, from the image %v", res.Stdout, s.startedFromSnapshot())
+	}
+	s.Close()
+	close(release)
+	if _, err := e.sessionSnapshot(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	s = e.NewSession()
+	if res := sessionRun(t, s, req); res.Stdout != "42\n" || !s.startedFromSnapshot() {
+		t.Errorf("once it is made: %q, from the image %v", res.Stdout, s.startedFromSnapshot())
+	}
+	s.Close()
+
+	// A panicking build: the entry is ready (with its error), sessions start cold.
+	e.snaps.make = func(context.Context, string, Request, memFS) (*snapshot, string, error) { panic("boom") }
+	other := Request{Source: "print(1)", Prelude: "import csv\n"}
+	if _, err := e.sessionSnapshot(context.Background(), other); err == nil || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("a panicking build: %v", err)
+	}
+	s = e.NewSession()
+	if res := sessionRun(t, s, other); res.Stdout != "1\n" || s.startedFromSnapshot() {
+		t.Errorf("after a failed build: %q %v", res.Stdout, s.startedFromSnapshot())
+	}
+	s.Close()
+	// Past snapshotRetry it is built again.
+	e.snaps.make = build
+	e.snaps.mu.Lock()
+	for _, ent := range e.snaps.byKey {
+		if ent.err != nil {
+			ent.failed = ent.failed.Add(-2 * snapshotRetry)
+		}
+	}
+	e.snaps.mu.Unlock()
+	if snap, err := e.sessionSnapshot(context.Background(), other); err != nil || snap == nil {
+		t.Errorf("the retry: %v", err)
 	}
 }
