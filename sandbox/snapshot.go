@@ -235,8 +235,14 @@ func (e *Engine) policySnapshot(req Request, files memFS) *snapEntry {
 	defer e.snaps.mu.Unlock()
 	e.snaps.tick++
 	ent, ok := e.snaps.byKey[key]
-	if ok && ent.err != nil && time.Since(ent.failed) > snapshotRetry {
-		ok = false
+	if ok {
+		select {
+		case <-ent.ready: // its fields are set (and read only) after ready closes
+			if ent.err != nil && time.Since(ent.failed) > snapshotRetry {
+				ok = false
+			}
+		default:
+		}
 	}
 	if ok {
 		ent.used = e.snaps.tick
@@ -283,6 +289,11 @@ func (e *Engine) fillSnapshot(ent *snapEntry, key string, req Request, files mem
 // starts cold; the image goes on being made for the next one).
 func (e *Engine) readySnapshot(ctx context.Context, req Request, files memFS) *snapshot {
 	ent := e.policySnapshot(req, files)
+	select {
+	case <-ent.ready:
+		return ent.snap
+	default:
+	}
 	t := time.NewTimer(e.snaps.wait)
 	defer t.Stop()
 	select {
