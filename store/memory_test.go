@@ -279,3 +279,16 @@ func TestMemoryFilesLiveWithTheSession(t *testing.T) {
 	c := newClock(testStart)
 	testFilesLiveWithTheSession(t, NewMemory(l, c.Now, nil), c)
 }
+
+func TestMemoryRunsLiveWithTheSession(t *testing.T) {
+	l := DefaultLimits()
+	l.ArtifactBytes = 10000
+	c := newClock(testStart)
+	m := NewMemory(l, c.Now, nil)
+	testRunsLiveWithTheSession(t, m, c)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runBytes != 2000 || m.runs.Len() != 1 {
+		t.Errorf("the budget counts %d bytes in %d runs, want s4's 2000 in 1", m.runBytes, m.runs.Len())
+	}
+}

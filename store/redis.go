@@ -64,9 +64,7 @@ type redisConn interface {
 	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
 	MGet(ctx context.Context, keys ...string) *redis.SliceCmd
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
-	HGet(ctx context.Context, key, field string) *redis.StringCmd
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
-	HKeys(ctx context.Context, key string) *redis.StringSliceCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	Time(ctx context.Context) *redis.TimeCmd
 	Close() error
@@ -87,10 +85,12 @@ type redisConn interface {
 //	P s:{c:i}:lock      string "<token>:<expires ms>"   TTL the lock's ttl
 //	P s:{c:i}:op:o      a script's JSON reply            TTL 120 s (see scripts.go, Retries)
 //	P rl:{k:<window>}   hash {s: window start, n}       TTL until the window ends
-//	P a:{c}:r:i:k       hash {path: bytes} of one run   TTL what is left of the session's
+//	P a:{c}:r:i:k       hash {path: bytes} of one run   TTL the session's, refreshed with it
+//	                    (by Append, Park, Claim, Abandon)
 //	P a:{c}:runs:i      list of the session's runs      TTL the same; at most MaxArtifactRuns
-//	P a:{c}:idx|size|owner|total|seq  the community's runs by age, their bytes and owners, the
-//	                    total (ArtifactBytes bounds it) TTL the longest-lived run's
+//	P a:{c}:idx|size|owner|total|seq|rexp  the community's runs by age, their bytes, owners,
+//	                    the total (ArtifactBytes bounds it), the sequence, the runs by expiry
+//	                                                    TTL the longest-lived run's
 //	P a:{c}:f:i         hash {name: bytes} of the files attached  TTL the session's, refreshed
 //	                    with it (by Append, Park, Claim, Abandon)
 //	P a:{c}:fm:i        hash {name: SessionFile JSON}   TTL the same
@@ -102,16 +102,15 @@ type redisConn interface {
 // A session's keys share one hash tag, and so do a community's kept runs, so each multi-key
 // script touches one hash slot. The artifact scripts also reach run keys named in the
 // community's index rather than in KEYS (same slot): a single standalone Redis (or a cluster
-// node that allows it) is what they are written for. A run's files expire with the session's
-// TTL as it was when the run was kept; its entries in the index are forgotten a few at a time by
-// later puts, and count toward the total until then.
+// node that allows it) is what they are written for.
 //
-// A session's attached files expire with the session: PutFiles gives them the session's expiry,
-// and every script that refreshes the session (Append, and Park, Claim, Abandon when they
-// append) is followed by touchFilesScript, which moves them to the new expiry (the session's
-// scripts cannot reach the community's slot). Their expiry is recorded in fexp as well as in
-// the keys' TTL, so that the bytes of expired files leave ftotal (luaFiles) and an injected
-// clock expires them too.
+// A session's kept runs and attached files expire with the session: PutArtifacts and PutFiles
+// give them the session's expiry, and every script that refreshes the session (Append, and
+// Park, Claim, Abandon when they append) is followed by touchScript, which moves both to the
+// new expiry in one round trip (the session's scripts cannot reach the community's slot). Their
+// expiry is recorded in rexp and fexp as well as in the keys' TTL, so that the bytes of expired
+// runs and files leave total and ftotal at the next put or touch (sweepRuns, luaFiles), and an
+// injected clock expires them too.
 //
 // # When Redis is down or stalls
 //
@@ -202,12 +201,12 @@ func (k sessionKeys) op() string { return k.base + "op:" + newOp() }
 
 // artifactKeys are a community's kept-run keys: they share the community's hash tag, because
 // the byte budget spans its sessions.
-type artifactKeys struct{ base, idx, size, owner, total, seq, ftotal, fexp, fsize string }
+type artifactKeys struct{ base, idx, size, owner, total, seq, rexp, ftotal, fexp, fsize string }
 
 func (r *Redis) artifactKeys(community string) artifactKeys {
 	base := r.prefix + "a:{" + enc(community) + "}:"
 	return artifactKeys{base: base, idx: base + "idx", size: base + "size", owner: base + "owner", total: base + "total",
-		seq: base + "seq", ftotal: base + "ftotal", fexp: base + "fexp", fsize: base + "fsize"}
+		seq: base + "seq", rexp: base + "rexp", ftotal: base + "ftotal", fexp: base + "fexp", fsize: base + "fsize"}
 }
 
 // files and metas hold a session's attached files (name → bytes, name → SessionFile JSON), in
@@ -222,8 +221,10 @@ func (a artifactKeys) run(id, callID string) string {
 func (a artifactKeys) runs(id string) string { return a.base + "runs:" + enc(id) }
 func (a artifactKeys) op() string            { return a.base + "op:" + newOp() }
 
-// PutArtifacts keeps a run's files with the session, expiring with it, within the session's
-// run count and the community's byte budget (putRunScript).
+// PutArtifacts keeps a run's files with the session, within the session's run count and the
+// community's byte budget (putRunScript). They expire with the session (its expiry is passed,
+// and judged by the script's clock); every later refresh of the session moves them along
+// (touchAfter).
 func (r *Redis) PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error {
 	s, err := r.Session(ctx, community, id)
 	if err != nil {
@@ -233,21 +234,20 @@ func (r *Redis) PutArtifacts(ctx context.Context, community, id, callID string, 
 	if size > r.limits.ArtifactBytes {
 		return ErrArtifactBudget
 	}
-	ttl := r.limits.SessionTTL
-	if rest := time.Until(s.LastActive.Add(r.limits.SessionTTL)); rest > 0 && r.now == nil {
-		ttl = rest
-	}
 	a := r.artifactKeys(community)
-	args := make([]any, 0, 5+2*len(files))
-	args = append(args, r.nowArg(), ttl.Milliseconds(), r.limits.ArtifactBytes, MaxArtifactRuns, size)
+	args := make([]any, 0, 6+2*len(files))
+	args = append(args, r.nowArg(), s.LastActive.UnixMilli()+r.sttl(), r.limits.ArtifactBytes, MaxArtifactRuns, size, enc(id))
 	for p, b := range files {
 		args = append(args, p, b)
 	}
-	n, err := putRunScript.Run(ctx, r.c, []string{a.run(id, callID), a.runs(id), a.idx, a.size, a.owner, a.total, a.seq, a.ftotal, a.fexp, a.fsize, a.op()}, args...).Int64()
+	n, err := putRunScript.Run(ctx, r.c, []string{a.run(id, callID), a.runs(id), a.idx, a.size, a.owner, a.total, a.seq, a.rexp,
+		a.ftotal, a.fexp, a.fsize, a.op()}, args...).Int64()
 	if err != nil {
 		return wrap("put artifacts", err)
 	}
 	switch {
+	case n == -2:
+		return ErrNotFound
 	case n < 0:
 		return ErrArtifactBudget
 	case n > 0:
@@ -257,27 +257,29 @@ func (r *Redis) PutArtifacts(ctx context.Context, community, id, callID string, 
 	return nil
 }
 
-// Artifact returns one kept file.
+// Artifact returns one kept file of a live run (runFileScript).
 func (r *Redis) Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error) {
 	if _, err := r.Session(ctx, community, id); err != nil {
 		return nil, err
 	}
-	b, err := r.c.HGet(ctx, r.artifactKeys(community).run(id, callID), path).Bytes()
+	a := r.artifactKeys(community)
+	b, err := runFileScript.Run(ctx, r.c, []string{a.run(id, callID), a.rexp}, r.nowArg(), path).Text()
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, wrap("artifact", err)
 	}
-	return b, nil
+	return []byte(b), nil
 }
 
-// ArtifactPaths lists one kept run's paths (HKEYS), sorted.
+// ArtifactPaths lists one live run's paths (runPathsScript), sorted.
 func (r *Redis) ArtifactPaths(ctx context.Context, community, id, callID string) ([]string, error) {
 	if _, err := r.Session(ctx, community, id); err != nil {
 		return nil, err
 	}
-	out, err := r.c.HKeys(ctx, r.artifactKeys(community).run(id, callID)).Result()
+	a := r.artifactKeys(community)
+	out, err := runPathsScript.Run(ctx, r.c, []string{a.run(id, callID), a.rexp}, r.nowArg()).StringSlice()
 	if err != nil {
 		return nil, wrap("artifact paths", err)
 	}
@@ -422,28 +424,29 @@ func (r *Redis) Append(ctx context.Context, community, id string, msgs ...json.R
 	return int(n), nil
 }
 
-// touchFiles moves the session's attached files to the session's new expiry (touchFilesScript);
-// the caller has just refreshed the session. Files live in the community's hash tag, which no
-// session script can reach, hence a script of its own.
-func (r *Redis) touchFiles(ctx context.Context, community, id string) error {
+// touch moves the session's attached files and kept runs to the session's new expiry
+// (touchScript); the caller has just refreshed the session. They live in the community's hash
+// tag, which no session script can reach, hence a script of its own.
+func (r *Redis) touch(ctx context.Context, community, id string) error {
 	a := r.artifactKeys(community)
-	return touchFilesScript.Run(ctx, r.c, []string{a.ftotal, a.fexp, a.fsize}, r.nowArg(), r.sttl(), enc(id)).Err()
+	return touchScript.Run(ctx, r.c, []string{a.ftotal, a.fexp, a.fsize, a.runs(id), a.idx, a.size, a.owner, a.total, a.seq, a.rexp},
+		r.nowArg(), r.sttl(), enc(id)).Err()
 }
 
 // touchFailed logs a touch that got no answer: the session's own write has happened (and must
-// not be reported failed, or the caller would send it again), and its files keep their
+// not be reported failed, or the caller would send it again), and its files and runs keep their
 // previous expiry.
 func (r *Redis) touchFailed(ctx context.Context, community string, err error) {
-	r.log.LogAttrs(ctx, slog.LevelWarn, "extending a session's attached files failed; they keep their previous expiry",
+	r.log.LogAttrs(ctx, slog.LevelWarn, "extending a session's attached files and kept runs failed; they keep their previous expiry",
 		slog.String("community", community), slog.Any("error", err))
 }
 
-// touchAfter runs touchFiles after a script that refreshed the session. It is a second round
+// touchAfter runs touch after a script that refreshed the session. It is a second round
 // trip rather than one pipelined with the session's script: it must not run when that script
 // found the session dead (it would keep a dead session's files), and a pipelined EVALSHA
 // cannot fall back to EVAL on NOSCRIPT.
 func (r *Redis) touchAfter(ctx context.Context, community, id string) {
-	if err := r.touchFiles(ctx, community, id); err != nil {
+	if err := r.touch(ctx, community, id); err != nil {
 		r.touchFailed(ctx, community, err)
 	}
 }
@@ -490,7 +493,7 @@ func (r *Redis) DeleteSession(ctx context.Context, community, id string) error {
 		return wrap("delete session", err)
 	}
 	a := r.artifactKeys(community)
-	if err := dropRunsScript.Run(ctx, r.c, []string{a.runs(id), a.idx, a.size, a.owner, a.total, a.op()}, r.nowArg()).Err(); err != nil {
+	if err := dropRunsScript.Run(ctx, r.c, []string{a.runs(id), a.idx, a.size, a.owner, a.total, a.rexp, a.op()}, r.nowArg()).Err(); err != nil {
 		return wrap("delete session", err)
 	}
 	if err := dropFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.fexp, a.fsize, a.op()}, r.nowArg(), enc(id)).Err(); err != nil {
@@ -521,7 +524,7 @@ func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewF
 		}
 		args = append(args, f.Name, meta, f.Data)
 	}
-	n, err := putFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.idx, a.size, a.owner, a.total, a.ftotal, a.fexp, a.fsize, a.op()}, args...).Int64()
+	n, err := putFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.idx, a.size, a.owner, a.total, a.rexp, a.ftotal, a.fexp, a.fsize, a.op()}, args...).Int64()
 	if err != nil {
 		return nil, wrap("put files", err)
 	}

@@ -58,7 +58,8 @@ func startOwnRedis(t *testing.T) *ownRedis {
 			// Loaded scripts, as on a server that has been running: otherwise the first EVALSHA
 			// of each is refused (NOSCRIPT) and its EVAL never sees a stall's retry.
 			for _, sc := range []*redis.Script{ensureScript, appendScript, parkScript, parkedScript, claimScript,
-				abandonScript, lockScript, unlockScript, allowScript, costScript, putRunScript, dropRunsScript, putRecordScript} {
+				abandonScript, lockScript, unlockScript, allowScript, costScript, putRunScript, dropRunsScript, putRecordScript,
+				touchScript, runFileScript, runPathsScript} {
 				if err := sc.Load(context.Background(), c).Err(); err != nil {
 					t.Fatal(err)
 				}

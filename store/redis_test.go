@@ -490,3 +490,113 @@ func TestRedisFilesRefreshedWithTheSession(t *testing.T) {
 		t.Errorf("fsize holds %d sessions, want 1", n)
 	}
 }
+
+// TestRedisRunsLiveWithTheSession runs the conformance test on an injected clock, then checks
+// the bookkeeping: only s4's run is left in the budget, every expired one having given its
+// bytes back.
+func TestRedisRunsLiveWithTheSession(t *testing.T) {
+	ctx := context.Background()
+	l := DefaultLimits()
+	l.ArtifactBytes = 10000
+	c := newClock(testStart)
+	s, raw := newTestRedis(t, c.Now, l)
+	testRunsLiveWithTheSession(t, s, c)
+	a := s.artifactKeys("c")
+	if n, _ := raw.Get(ctx, a.total).Int64(); n != 2000 {
+		t.Errorf("total = %d, want s4's 2000", n)
+	}
+	for _, k := range []string{a.idx, a.rexp} {
+		if n := raw.ZCard(ctx, k).Val(); n != 1 {
+			t.Errorf("%s holds %d runs, want 1", k, n)
+		}
+	}
+	for _, k := range []string{a.size, a.owner} {
+		if n := raw.HLen(ctx, k).Val(); n != 1 {
+			t.Errorf("%s holds %d runs, want 1", k, n)
+		}
+	}
+	if n := raw.Exists(ctx, a.run("s1", "r1"), a.run("s2", "r2"), a.run("s3", "r3")).Val(); n != 0 {
+		t.Errorf("%d expired runs' keys are still there", n)
+	}
+}
+
+// TestRedisRunsRefreshedWithTheSession runs on the server's clock with a short SessionTTL: the
+// kept run's keys really expire, so only the refreshes (by Append, Abandon and Claim, the same
+// touch that moves the attached files) keep them past the TTL they were kept with; idle, they
+// expire with the session and their bytes leave the total.
+func TestRedisRunsRefreshedWithTheSession(t *testing.T) {
+	ctx := context.Background()
+	l := DefaultLimits()
+	l.SessionTTL = 600 * time.Millisecond
+	l.ParkedTTL = time.Minute
+	l.ArtifactBytes = 10000
+	s, raw := newTestRedis(t, nil, l)
+	a := s.artifactKeys("c")
+	run := func(n int) map[string][]byte {
+		return map[string][]byte{"f": bytes.Repeat([]byte{'x'}, n-1-runOverhead)}
+	}
+	mustEnsure(t, s, "c", "s1")
+	if err := s.PutArtifacts(ctx, "c", "s1", "r1", run(4000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutRun(ctx, "c", "s1", RunRecord{CallID: "r1", Status: "ok", Files: []string{"f"}}); err != nil {
+		t.Fatal(err)
+	}
+	lim := FileLimits{MaxFiles: 4, MaxSessionBytes: 1 << 20}
+	if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{{Name: "a.txt", Type: "txt", Data: []byte("abc")}}, lim); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 { // 1.2 s of activity, twice the TTL
+		time.Sleep(300 * time.Millisecond)
+		switch i {
+		case 1:
+			mustPark(t, s, "c", "s1", call("c1"))
+			if ok, err := s.Abandon(ctx, "c", "s1", "c1", msg("closed")); err != nil || !ok {
+				t.Fatalf("Abandon = %v, %v", ok, err)
+			}
+		case 2:
+			mustPark(t, s, "c", "s1", call("c2"))
+			if _, err := s.Claim(ctx, "c", "s1", "c2", msg("ok"), nil); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			mustAppend(t, s, "c", "s1", msg("1"))
+		}
+	}
+	if b, err := s.Artifact(ctx, "c", "s1", "r1", "f"); err != nil || len(b) != 4000-1-runOverhead {
+		t.Fatalf("an active session's run file after twice its TTL: %d bytes, %v", len(b), err)
+	}
+	if p, err := s.ArtifactPaths(ctx, "c", "s1", "r1"); err != nil || len(p) != 1 {
+		t.Fatalf("an active session's run paths after twice its TTL = %q, %v", p, err)
+	}
+	if recs, err := s.Runs(ctx, "c", "s1"); err != nil || len(recs) != 1 {
+		t.Fatalf("an active session's run records after twice its TTL = %+v, %v", recs, err)
+	}
+	if f, err := s.Files(ctx, "c", "s1"); err != nil || len(f) != 1 {
+		t.Fatalf("an active session's files after twice its TTL = %+v, %v", f, err)
+	}
+	for _, k := range []string{a.run("s1", "r1"), a.runs("s1")} {
+		if ttl := raw.PTTL(ctx, k).Val(); ttl < 250*time.Millisecond || ttl > l.SessionTTL {
+			t.Errorf("TTL of %q = %v, want the session's (under %v, refreshed 300 ms ago)", k, ttl, l.SessionTTL)
+		}
+	}
+
+	time.Sleep(700 * time.Millisecond) // idle past the TTL
+	if n := raw.Exists(ctx, a.run("s1", "r1"), a.runs("s1")).Val(); n != 0 {
+		t.Errorf("%d of the idle session's run keys are still there", n)
+	}
+	mustEnsure(t, s, "c", "s2")
+	mustAppend(t, s, "c", "s2", msg("a touch sweeps"))
+	if n, _ := raw.Get(ctx, a.total).Int64(); n != 0 {
+		t.Errorf("total after the idle session's run expired = %d, want 0", n)
+	}
+	if err := s.PutArtifacts(ctx, "c", "s2", "r2", run(9000)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := raw.Get(ctx, a.total).Int64(); n != 9000 {
+		t.Errorf("total = %d, want s2's 9000", n)
+	}
+	if n := raw.ZCard(ctx, a.rexp).Val(); n != 1 {
+		t.Errorf("rexp holds %d runs, want 1", n)
+	}
+}

@@ -205,11 +205,16 @@ redis.call('EXPIRE', KEYS[2], ARGV[4])
 return {d, m}
 `)
 
-// luaDropRun forgets one kept run of a community: its files, its size and its place in the
-// community's index and in its session's list. KEYS of the caller: idx (zset run key →
-// sequence), size (hash run key → bytes), owner (hash run key → runs list key), total.
+// luaDropRun forgets one kept run of a community: its files, its size, its expiry and its
+// place in the community's index and in its session's list. KEYS of the caller: idx (zset run
+// key → sequence), size (hash run key → bytes), owner (hash run key → runs list key), total,
+// rexp (zset run key → expiry ms, the session's as it was when the run was kept or last
+// touched). sweepRuns forgets every run past its expiry, so that the bytes of runs whose
+// session died leave total at once (their keys expire by their own TTL too, but that gives no
+// bytes back; and an injected clock expires nothing on the server). A run past its expiry is
+// gone, whatever its keys say: its session is dead.
 const luaDropRun = `
-local function drop(idx, size, owner, total, run)
+local function drop(idx, size, owner, total, rexp, run)
   local b = redis.call('HGET', size, run)
   if b then redis.call('DECRBY', total, b) end
   local o = redis.call('HGET', owner, run)
@@ -217,28 +222,53 @@ local function drop(idx, size, owner, total, run)
   redis.call('HDEL', size, run)
   redis.call('HDEL', owner, run)
   redis.call('ZREM', idx, run)
+  redis.call('ZREM', rexp, run)
   redis.call('DEL', run)
+end
+local function sweepRuns(idx, size, owner, total, rexp)
+  for _ = 1, 10 do
+    local old = redis.call('ZRANGEBYSCORE', rexp, '-inf', now, 'LIMIT', 0, 100)
+    if #old == 0 then break end
+    for _, run in ipairs(old) do drop(idx, size, owner, total, rexp, run) end
+  end
+end
+-- outlive makes each key last at least ttl ms: the bookkeeping lives as long as its
+-- longest-lived entry.
+local function outlive(ttl, keys)
+  for _, k in ipairs(keys) do
+    if redis.call('PTTL', k) < ttl then redis.call('PEXPIRE', k, ttl) end
+  end
 end
 `
 
 // putRunScript keeps one run's files within the session's run count and the community's byte
 // budget: KEYS run (hash path → bytes), runs (the session's list of run keys, newest first),
-// idx, size, owner, total, seq, ftotal, fexp, fsize (the attached files' bookkeeping, luaFiles),
-// op; ARGV now, ttl ms, budget bytes, max runs per session, run bytes, path, bytes, path,
-// bytes... Older runs of the session past the count, then the
+// idx, size, owner, total, seq, rexp (luaDropRun), ftotal, fexp, fsize (the attached files'
+// bookkeeping, luaFiles), op; ARGV now, the session's expiry ms, budget bytes, max runs per
+// session, run bytes, the member (encoded id), path, bytes, path, bytes... Expired runs and
+// files give their bytes back first; then older runs of the session past the count, then the
 // community's oldest runs until the total fits, are dropped. Reply the number of runs dropped
-// for the budget, or -1 when the run alone exceeds it (nothing kept).
+// for the budget, -1 when the run alone exceeds it, -2 when the session has expired (nothing
+// kept in either case).
 var putRunScript = once(luaDropRun + luaFiles + `
-local run, runs, idx, size, owner, total, seq, ftotal, fexp, fsize = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local ttl, budget, maxRuns, bytes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local run, runs, idx, size, owner, total, seq, rexp, ftotal, fexp, fsize = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local exp, budget, maxRuns, bytes, m = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+if exp <= now then return -2 end
+sweepRuns(idx, size, owner, total, rexp)
 -- The readers' attached files share the budget and are never evicted for a run's files;
 -- those of dead sessions give their bytes back first.
 sweep(ftotal, fexp, fsize)
 budget = budget - tonumber(redis.call('GET', ftotal) or '0')
 if bytes > budget then return -1 end
-drop(idx, size, owner, total, run)
-if #ARGV >= 7 then
-  for i = 6, #ARGV, 100 do
+drop(idx, size, owner, total, rexp, run)
+-- An Append since the caller read the session may have pushed its expiry further already: its
+-- other runs and its files carry it (expired ones were swept just now).
+local head = redis.call('LINDEX', runs, 0)
+if head then exp = math.max(exp, tonumber(redis.call('ZSCORE', rexp, head) or '0')) end
+exp = math.max(exp, tonumber(redis.call('ZSCORE', fexp, m) or '0'))
+local ttl = exp - now
+if #ARGV >= 8 then
+  for i = 7, #ARGV, 100 do
     redis.call('HSET', run, unpack(ARGV, i, math.min(i + 99, #ARGV)))
   end
   redis.call('PEXPIRE', run, ttl)
@@ -246,36 +276,36 @@ end
 redis.call('LPUSH', runs, run)
 redis.call('PEXPIRE', runs, ttl)
 redis.call('ZADD', idx, redis.call('INCR', seq), run)
+redis.call('ZADD', rexp, ms(exp), run)
 redis.call('HSET', size, run, bytes)
 redis.call('HSET', owner, run, runs)
 redis.call('INCRBY', total, bytes)
 for _, old in ipairs(redis.call('LRANGE', runs, maxRuns, -1)) do
-  drop(idx, size, owner, total, old)
+  drop(idx, size, owner, total, rexp, old)
 end
--- Runs whose files expired with their session leave entries behind: forget a few of the
--- oldest on every put, so they never pile up.
+-- Runs kept before rexp existed have no expiry there: forget a few of the oldest whose files
+-- expired on every put, so they never pile up.
 for _, old in ipairs(redis.call('ZRANGE', idx, 0, 15)) do
-  if old ~= run and redis.call('EXISTS', old) == 0 then drop(idx, size, owner, total, old) end
+  if old ~= run and not redis.call('ZSCORE', rexp, old) and redis.call('EXISTS', old) == 0 then
+    drop(idx, size, owner, total, rexp, old)
+  end
 end
 local dropped = 0
 while tonumber(redis.call('GET', total)) > budget and dropped < 1000 do
   local oldest = redis.call('ZRANGE', idx, 0, 0)
   if #oldest == 0 or oldest[1] == run then break end
-  drop(idx, size, owner, total, oldest[1])
+  drop(idx, size, owner, total, rexp, oldest[1])
   dropped = dropped + 1
 end
--- The community's bookkeeping lives as long as its longest-lived run.
-for _, k in ipairs({idx, size, owner, total, seq}) do
-  if redis.call('PTTL', k) < ttl then redis.call('PEXPIRE', k, ttl) end
-end
+outlive(ttl, {idx, size, owner, total, seq, rexp})
 return dropped
 `)
 
-// dropRunsScript forgets every kept run of a session: KEYS runs, idx, size, owner, total, op;
-// ARGV now. Reply the number of runs dropped.
+// dropRunsScript forgets every kept run of a session: KEYS runs, idx, size, owner, total, rexp,
+// op; ARGV now. Reply the number of runs dropped.
 var dropRunsScript = once(luaDropRun + `
 local list = redis.call('LRANGE', KEYS[1], 0, -1)
-for _, run in ipairs(list) do drop(KEYS[2], KEYS[3], KEYS[4], KEYS[5], run) end
+for _, run in ipairs(list) do drop(KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], run) end
 redis.call('DEL', KEYS[1])
 return #list
 `)
@@ -321,17 +351,19 @@ end
 `
 
 // putFilesScript attaches reader files to a session, all or nothing: KEYS files (hash name →
-// bytes), metas (hash name → SessionFile JSON), idx, size, owner, total, ftotal, fexp, fsize, op;
+// bytes), metas (hash name → SessionFile JSON), idx, size, owner, total, rexp, ftotal, fexp,
+// fsize, op;
 // ARGV now, the session's expiry ms, budget bytes, max files, max session bytes, the overhead
 // counted per file, the member (encoded id), then per file: name, meta JSON, bytes. Room in the
 // community's budget is made by dropping the oldest runs' files. Reply 1, -1 too many files,
 // -2 the session's bytes, -3 the budget, -4 the session has expired (nothing written in any of
 // these cases).
 var putFilesScript = once(luaDropRun + luaFiles + `
-local files, metas, idx, size, owner, total, ftotal, fexp, fsize = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local files, metas, idx, size, owner, total, rexp, ftotal, fexp, fsize = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local exp, budget, maxFiles, maxSession, over, m = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 if exp <= now then return -4 end
 sweep(ftotal, fexp, fsize)
+sweepRuns(idx, size, owner, total, rexp)
 local next = {}
 local cur = redis.call('HGETALL', metas)
 for i = 1, #cur, 2 do next[cur[i]] = cjson.decode(cur[i + 1]).bytes end
@@ -360,23 +392,63 @@ local dropped = 0
 while tonumber(redis.call('GET', total) or '0') + fnow > budget and dropped < 1000 do
   local oldest = redis.call('ZRANGE', idx, 0, 0)
   if #oldest == 0 then break end
-  drop(idx, size, owner, total, oldest[1])
+  drop(idx, size, owner, total, rexp, oldest[1])
   dropped = dropped + 1
 end
 return 1
 `)
 
-// touchFilesScript moves a session's files to the session's new expiry, after a script that
-// refreshed the session's TTL (Append, Park, Claim, Abandon): KEYS ftotal, fexp, fsize; ARGV now,
-// session ttl ms, member. Files that have expired already are not brought back (their session
-// died before it was touched). It can run twice harmlessly, so it needs no operation key.
-// Reply 1 touched, 0 no live files.
-var touchFilesScript = redis.NewScript(luaNow + luaFiles + `
-local ftotal, fexp, fsize, m = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
+// touchScript moves a session's attached files and kept runs to the session's new expiry,
+// after a script that refreshed the session's TTL (Append, Park, Claim, Abandon): KEYS ftotal,
+// fexp, fsize, runs, idx, size, owner, total, seq, rexp; ARGV now, session ttl ms, member.
+// Files and runs that have expired already are not brought back (their session died before it
+// was touched); the sweeps give their bytes back. It can run twice harmlessly, so it needs no
+// operation key. Reply {files touched 0|1, runs touched}.
+var touchScript = redis.NewScript(luaNow + luaDropRun + luaFiles + `
+local ftotal, fexp, fsize, runs, idx, size, owner, total, seq, rexp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local sttl, m = tonumber(ARGV[2]), ARGV[3]
 sweep(ftotal, fexp, fsize)
-if not redis.call('ZSCORE', fexp, m) then return 0 end
-keep(ftotal, fexp, fsize, m, now + tonumber(ARGV[2]))
-return 1
+sweepRuns(idx, size, owner, total, rexp)
+-- A sweep forgets at most 1,000 entries: what it left behind must not be revived.
+local function live(zset, member)
+  local e = redis.call('ZSCORE', zset, member)
+  return e and tonumber(e) > now
+end
+local f = 0
+if live(fexp, m) then
+  keep(ftotal, fexp, fsize, m, now + sttl)
+  f = 1
+end
+local n = 0
+for _, run in ipairs(redis.call('LRANGE', runs, 0, -1)) do
+  if live(rexp, run) then
+    redis.call('ZADD', rexp, ms(now + sttl), run)
+    redis.call('PEXPIRE', run, sttl) -- a run that kept no files has no key: a no-op
+    n = n + 1
+  end
+end
+if n > 0 then
+  redis.call('PEXPIRE', runs, sttl)
+  outlive(sttl, {idx, size, owner, total, seq, rexp})
+end
+return {f, n}
+`)
+
+// runFileScript reads one kept file of a live run: KEYS run, rexp; ARGV now, path. Reply the
+// bytes, or false when the run has expired or has no such file. A run with no expiry in rexp
+// (kept before rexp existed) is judged by its key alone.
+var runFileScript = redis.NewScript(luaNow + `
+local e = redis.call('ZSCORE', KEYS[2], KEYS[1])
+if e and tonumber(e) <= now then return false end
+return redis.call('HGET', KEYS[1], ARGV[2])
+`)
+
+// runPathsScript lists a live run's kept paths: KEYS run, rexp; ARGV now. Reply HKEYS', empty
+// when the run has expired (judged as runFileScript does).
+var runPathsScript = redis.NewScript(luaNow + `
+local e = redis.call('ZSCORE', KEYS[2], KEYS[1])
+if e and tonumber(e) <= now then return {} end
+return redis.call('HKEYS', KEYS[1])
 `)
 
 // listFilesScript reads a session's live files' metadata: KEYS metas, fexp; ARGV now, member.

@@ -1163,3 +1163,90 @@ func testFilesLiveWithTheSession(t *testing.T, s Store, c *clock) {
 		t.Errorf("Files of s1 after 25 h idle: %v, want ErrNotFound", err)
 	}
 }
+
+// testRunsLiveWithTheSession: a session's kept runs (their files and records) live exactly as
+// long as the session. Appends keep them past the TTL they were kept with; once the session has
+// been idle for its TTL they are gone with it (a new session under the same id starts without
+// them, even once it is touched), and their bytes are back in the budget at once: they cost no
+// live run its files. s's ArtifactBytes is 10,000, its SessionTTL 24 h, and c its clock. It
+// ends with one live run of 2,000 bytes, s4's "r4", in the budget.
+func testRunsLiveWithTheSession(t *testing.T, s Store, c *clock) {
+	ctx := context.Background()
+	run := func(n int) map[string][]byte { // counts n bytes with its path and overhead
+		return map[string][]byte{"f": bytes.Repeat([]byte{'x'}, n-1-runOverhead)}
+	}
+	put := func(id, callID string, n int) {
+		t.Helper()
+		if err := s.PutArtifacts(ctx, "c", id, callID, run(n)); err != nil {
+			t.Fatalf("PutArtifacts(%s, %s): %v", id, callID, err)
+		}
+		if _, err := s.PutRun(ctx, "c", id, RunRecord{CallID: callID, Status: "ok", Files: []string{"f"}}); err != nil {
+			t.Fatalf("PutRun(%s, %s): %v", id, callID, err)
+		}
+	}
+	// serves reports whether id serves callID's file, its paths and its record, failing the
+	// test when it serves only some of them.
+	serves := func(id, callID string, n int) bool {
+		t.Helper()
+		b, ferr := s.Artifact(ctx, "c", id, callID, "f")
+		paths, perr := s.ArtifactPaths(ctx, "c", id, callID)
+		recs, rerr := s.Runs(ctx, "c", id)
+		if ferr != nil && !errors.Is(ferr, ErrNotFound) || perr != nil || rerr != nil {
+			t.Fatalf("%s/%s: Artifact %v, ArtifactPaths %v, Runs %v", id, callID, ferr, perr, rerr)
+		}
+		hasRec := slices.ContainsFunc(recs, func(r RunRecord) bool { return r.CallID == callID })
+		switch {
+		case ferr == nil && len(b) == n-1-runOverhead && slices.Equal(paths, []string{"f"}) && hasRec:
+			return true
+		case errors.Is(ferr, ErrNotFound) && len(paths) == 0 && !hasRec:
+			return false
+		}
+		t.Fatalf("%s/%s half kept: %d bytes (%v), paths %q, record %v", id, callID, len(b), ferr, paths, hasRec)
+		return false
+	}
+
+	mustEnsure(t, s, "c", "s1")
+	put("s1", "r1", 3000)
+	for range 2 { // 40 h of activity, past the 24 h the run was kept with
+		c.Advance(20 * time.Hour)
+		mustAppend(t, s, "c", "s1", msg("still here"))
+	}
+	if !serves("s1", "r1", 3000) {
+		t.Fatal("an active session's run after 40 h is gone")
+	}
+
+	mustEnsure(t, s, "c", "s2")
+	put("s2", "r2", 3000)
+	c.Advance(20 * time.Hour)
+	mustAppend(t, s, "c", "s1", msg("and here"))
+	c.Advance(5 * time.Hour) // s2 idle for 25 h: dead, with its run
+	if _, err := s.Artifact(ctx, "c", "s2", "r2", "f"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Artifact of the idle session: %v, want ErrNotFound", err)
+	}
+	// 3,000 live and 6,000 new fit; with the dead run's 3,000 still counted, the oldest run,
+	// s1's live one, would be evicted.
+	mustEnsure(t, s, "c", "s3")
+	put("s3", "r3", 6000)
+	if !serves("s1", "r1", 3000) {
+		t.Error("a live run was evicted for a dead session's bytes")
+	}
+	mustEnsure(t, s, "c", "s2")
+	mustAppend(t, s, "c", "s2", msg("a new session under the old id"))
+	if serves("s2", "r2", 3000) {
+		t.Error("a new session under the dead one's id serves its run")
+	}
+
+	// Left idle, every run goes: a new session under s1's id starts without r1, and the budget
+	// counts only what is kept next.
+	c.Advance(25 * time.Hour)
+	mustEnsure(t, s, "c", "s1")
+	mustAppend(t, s, "c", "s1", msg("back"))
+	if serves("s1", "r1", 3000) {
+		t.Error("s1's run outlived 25 h of idleness")
+	}
+	mustEnsure(t, s, "c", "s4")
+	put("s4", "r4", 2000)
+	if !serves("s4", "r4", 2000) {
+		t.Error("the new run is not kept")
+	}
+}
