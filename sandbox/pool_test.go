@@ -706,17 +706,34 @@ print(len(small), small)
 }
 
 // TestPoolSessionIdle: a worker ends a session's interpreter after the idle time the server
-// gives it (--session-idle), and the session's next run says it restarted.
+// gives it (--session-idle), also while other runs keep it busy all the time, and the session's
+// next run says it restarted.
 func TestPoolSessionIdle(t *testing.T) {
 	p := newTestPool(t, PoolOptions{Workers: 1, Args: []string{"--session-idle", "1s"}})
 	ctx := context.Background()
 	if res, err := p.Run(ctx, Request{Source: "x = 1", Session: "idle"}); err != nil || res.Status != StatusOK {
 		t.Fatalf("%v %+v", err, res)
 	}
-	waitFor(t, "the idle interpreter to be swept", 10*time.Second, func() bool {
-		res, err := p.Run(ctx, Request{Source: "print(1)"}) // a run that reports the worker's sessions
-		return err == nil && res.Status == StatusOK && p.Stats().Sessions == 0
-	})
+	// Two callers keep the one worker busy without a pause (each result reports its sessions).
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = p.Run(ctx, Request{Source: "import time\ntime.sleep(0.3)"})
+			}
+		}()
+	}
+	waitFor(t, "the idle interpreter to be swept", 15*time.Second, func() bool { return p.Stats().Sessions == 0 })
+	close(stop)
+	wg.Wait()
 	res, err := p.Run(ctx, Request{Source: "print('x' in globals())", Session: "idle"})
 	if err != nil || res.Stdout != "False\n" || !strings.HasPrefix(res.Stderr, MsgRestarted) {
 		t.Errorf("after the idle time: %v %q %q", err, res.Stdout, res.Stderr)

@@ -63,6 +63,7 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 	sessions := e.NewSessions(so)
 	defer sessions.Close()
 	sweep := time.NewTicker(sweepEvery(so.Idle))
+	sweepDue := false
 	defer sweep.Stop()
 	var (
 		busy  bool
@@ -133,6 +134,9 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 				return fmt.Errorf("sandbox worker: unexpected %q frame", f.Type)
 			}
 		case <-sweep.C:
+			// A busy worker sweeps after its run, so one that never rests still ends idle
+			// interpreters.
+			sweepDue = busy
 			if !busy {
 				sessions.Sweep()
 			}
@@ -150,6 +154,10 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 			}
 			if d.panicked {
 				return d.err
+			}
+			if sweepDue {
+				sweepDue = false
+				sessions.Sweep()
 			}
 		}
 	}
