@@ -310,7 +310,7 @@ func (e *Engine) run(ctx context.Context, in instance) outcome {
 	cfg = withDeadlineHooks(ctx, e.mode, cfg, in.stdout, in.stderr) // stdout, stderr, sleep, yield
 	var err error
 	if in.snap != nil {
-		err = e.instantiateFrom(ctx, in.snap, cfg)
+		err = e.instantiateFrom(ctx, in.snap, cfg, limit)
 	} else {
 		var mod api.Module
 		mod, err = e.rt.InstantiateModule(ctx, e.compiled, cfg)

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -278,13 +277,13 @@ func readData(r io.Reader, files []dataFile) (map[string][]byte, error) {
 		if n := binary.BigEndian.Uint32(hdr[:]); int64(n) != f.Bytes {
 			return nil, fmt.Errorf("%w: %q announced %d bytes, its frame has %d", errBadData, f.Name, f.Bytes, n)
 		}
-		// Grown as the bytes arrive, so a sender that announces much and sends little holds
-		// little of the reader's memory.
-		var buf bytes.Buffer
-		if m, err := io.CopyN(&buf, r, f.Bytes); err != nil || m != f.Bytes {
-			return nil, cutShort(cmp.Or(err, io.EOF))
+		// Only the worker reads data frames, from the pool (readWorkerFrame refuses them from a
+		// worker), and the size is bounded above: one exact allocation.
+		b := make([]byte, f.Bytes)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, cutShort(err)
 		}
-		data[f.Name] = buf.Bytes()
+		data[f.Name] = b
 	}
 	return data, nil
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -193,7 +194,7 @@ func (s *Session) start(ctx context.Context, req Request, key string) (*liveInst
 	}
 	// Without its image ready (being built, or none), the interpreter starts cold.
 	snap := s.e.readySnapshot(ctx, req, files)
-	if snap != nil && mem != 0 && uint64(snap.pages)*PageSize > mem {
+	if limit := cmp.Or(min(mem, s.e.maxMem), s.e.maxMem); snap != nil && uint64(snap.pages)*PageSize > limit {
 		snap = nil // the image is larger than this session may grow
 	}
 	if err := ctx.Err(); err != nil {

@@ -42,6 +42,9 @@ const maxForgotten = 10000
 type sessionEntry struct {
 	key string
 	s   *Session
+	// runs counts the Runs that took this entry (under mu) and have not returned: Sweep never
+	// forgets an entry a run is about to use.
+	runs int
 }
 
 // NewSessions returns an empty set of sessions on e.
@@ -75,10 +78,14 @@ func (ss *Sessions) Run(ctx context.Context, key string, req Request) (Result, e
 	} else {
 		ss.lru.MoveToBack(el)
 	}
-	s := el.Value.(*sessionEntry).s
+	ent := el.Value.(*sessionEntry)
+	ent.runs++
 	ss.mu.Unlock()
-	res, err := s.Run(ctx, req)
-	ss.makeRoom(s)
+	res, err := ent.s.Run(ctx, req)
+	ss.mu.Lock()
+	ent.runs--
+	ss.mu.Unlock()
+	ss.makeRoom(ent.s)
 	return res, err
 }
 
@@ -132,7 +139,7 @@ func (ss *Sessions) Sweep() int {
 		}
 		if !e.s.Live() && e.s.idleFor() > ss.opts.Idle {
 			ss.mu.Lock()
-			if ss.m[e.key] == el {
+			if ss.m[e.key] == el && e.runs == 0 {
 				delete(ss.m, e.key)
 				ss.lru.Remove(el)
 				ss.forget(e.key)

@@ -192,14 +192,15 @@ const snapshotRetry = time.Minute
 // snapshots holds the engine's images by key. Each is loaded or built once, in the background,
 // one build at a time, and never outlives the engine (Close waits for the build in progress).
 type snapshots struct {
-	mu    sync.Mutex
-	byKey map[string]*snapEntry
-	tick  int64
-	build sync.Mutex     // one build at a time: each is a CPython start-up's worth of CPU
-	bg    sync.WaitGroup // the builds in flight
-	ctx   context.Context
-	stop  context.CancelFunc
-	wait  time.Duration // snapshotWait; tests change it
+	mu     sync.Mutex
+	byKey  map[string]*snapEntry
+	tick   int64
+	build  sync.Mutex     // one build at a time: each is a CPython start-up's worth of CPU
+	bg     sync.WaitGroup // the builds in flight
+	ctx    context.Context
+	stop   context.CancelFunc
+	closed bool          // set under mu by stopSnapshots: no build starts after it
+	wait   time.Duration // snapshotWait; tests change it
 	// make loads or builds an image (loadOrBuildSnapshot); tests replace it to fail.
 	make func(ctx context.Context, key string, req Request, files memFS) (*snapshot, string, error)
 }
@@ -220,10 +221,13 @@ func (e *Engine) startSnapshots() {
 }
 
 func (e *Engine) stopSnapshots() {
+	e.snaps.mu.Lock()
+	e.snaps.closed = true
 	if e.snaps.stop != nil {
 		e.snaps.stop()
 	}
-	e.snaps.bg.Wait()
+	e.snaps.mu.Unlock()
+	e.snaps.bg.Wait() // every Add happened under mu before closed was set
 }
 
 // policySnapshot returns the key of req's image (files are req's /opt/osa, from policyFiles)
@@ -248,15 +252,16 @@ func (e *Engine) policySnapshot(req Request, files memFS) *snapEntry {
 		ent.used = e.snaps.tick
 		return ent
 	}
-	if err := e.snaps.ctx.Err(); err != nil {
-		ent = &snapEntry{ready: make(chan struct{}), err: err, failed: time.Now()}
+	if e.snaps.closed {
+		ent = &snapEntry{ready: make(chan struct{}), err: errors.New("sandbox: the engine is closed"), failed: time.Now()}
 		close(ent.ready)
-		return ent // the engine is closing
+		return ent
 	}
 	ent = &snapEntry{ready: make(chan struct{}), used: e.snaps.tick}
 	e.snaps.byKey[key] = ent
 	e.snaps.evict()
 	e.snaps.bg.Add(1)
+	req.Data, req.Source = nil, "" // the image needs neither; do not hold them while it is made
 	go e.fillSnapshot(ent, key, req, files)
 	return ent
 }
@@ -276,6 +281,13 @@ func (e *Engine) fillSnapshot(ent *snapEntry, key string, req Request, files mem
 	}()
 	e.snaps.build.Lock()
 	defer e.snaps.build.Unlock()
+	e.snaps.mu.Lock()
+	evicted := e.snaps.byKey[key] != ent
+	e.snaps.mu.Unlock()
+	if evicted { // dropped while it waited its turn: nobody will take it from the map
+		ent.err = errors.New("sandbox: the snapshot was evicted before it was made")
+		return
+	}
 	start := time.Now()
 	s, from, err := e.snaps.make(e.snaps.ctx, key, req, files)
 	ent.snap, ent.err = s, err
@@ -602,7 +614,16 @@ func readSnapshot(path, engine, key string) (*snapshot, error) {
 
 // instantiateFrom starts cfg's instance from the image and runs osa_resume; its outcome is
 // what InstantiateModule's would be for a run of _start.
-func (e *Engine) instantiateFrom(ctx context.Context, s *snapshot, cfg wazero.ModuleConfig) error {
+func (e *Engine) instantiateFrom(ctx context.Context, s *snapshot, cfg wazero.ModuleConfig, limit uint64) error {
+	if uint64(s.pages)*PageSize > limit {
+		// Larger than this instance may grow: start cold, before the allocator records a
+		// refused grow that would read as the program running out of memory.
+		mod, err := e.rt.InstantiateModule(ctx, e.compiled, cfg)
+		if mod != nil {
+			_ = mod.Close(ctx)
+		}
+		return err
+	}
 	mod, err := e.rt.InstantiateModule(ctx, e.compiled, cfg.WithStartFunctions())
 	if err != nil {
 		return err

@@ -241,3 +241,39 @@ func TestSnapshotNeverDelaysARun(t *testing.T) {
 		t.Errorf("the retry: %v", err)
 	}
 }
+
+// TestSnapshotTooLargeStartsCold: an image larger than an instance may grow (one a process
+// with a larger memory cap left on disk) starts the interpreter cold, and the refused grow
+// is not mistaken for the program running out of memory.
+func TestSnapshotTooLargeStartsCold(t *testing.T) {
+	e, s := testSnapshot(t)
+	big := *s
+	big.pages = 4096 // 256 MiB
+	var out strings.Builder
+	o := e.run(context.Background(), instance{args: []string{"python", "-c", "raise MemoryError('not really')"},
+		stdout: &out, stderr: &out, memLimit: 64 << 20, snap: &big})
+	if o.memCap || o.exitCode != 1 || !strings.Contains(out.String(), "MemoryError: not really") {
+		t.Errorf("cold fallback: memCap %v, exit %d, output %q", o.memCap, o.exitCode, out.String())
+	}
+
+	// A session whose cap is under the image's size does not take it.
+	files := mustFiles(t, e)
+	key := e.snapshotKey(sessionLayout(e), files, "")
+	e.snaps.mu.Lock()
+	saved := e.snaps.byKey[key]
+	ready := make(chan struct{})
+	close(ready)
+	e.snaps.byKey[key] = &snapEntry{ready: ready, snap: &big}
+	e.snaps.mu.Unlock()
+	defer func() {
+		e.snaps.mu.Lock()
+		e.snaps.byKey[key] = saved
+		e.snaps.mu.Unlock()
+	}()
+	sess := e.NewSession()
+	defer sess.Close()
+	res := sessionRun(t, sess, Request{Source: "raise MemoryError('not really')", MemoryBytes: 64 << 20})
+	if sess.startedFromSnapshot() || res.Status != StatusError {
+		t.Errorf("from the image %v, status %s\n%s", sess.startedFromSnapshot(), res.Status, res.Stderr)
+	}
+}

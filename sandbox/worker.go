@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,6 +64,22 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 	// runs to the worker that holds it). Ended before the engine is.
 	sessions := e.NewSessions(so)
 	defer sessions.Close()
+	// Sweeps run beside the loop, one at a time (ending an interpreter may wait stopGrace), so
+	// the next run's frame is read at once; Sessions is safe for concurrent use and a sweep
+	// never waits for a session's run.
+	var sweeping sync.WaitGroup
+	var sweepBusy atomic.Bool
+	defer sweeping.Wait() // before sessions.Close (deferred calls run last in, first out)
+	sweepNow := func() {
+		if sweepBusy.CompareAndSwap(false, true) {
+			sweeping.Add(1)
+			go func() {
+				defer sweeping.Done()
+				defer sweepBusy.Store(false)
+				sessions.Sweep()
+			}()
+		}
+	}
 	sweep := time.NewTicker(sweepEvery(so.Idle))
 	sweepDue := false
 	defer sweep.Stop()
@@ -138,7 +156,7 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 			// interpreters.
 			sweepDue = busy
 			if !busy {
-				sessions.Sweep()
+				sweepNow()
 			}
 		case d := <-finished:
 			busy = false
@@ -157,7 +175,7 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 			}
 			if sweepDue {
 				sweepDue = false
-				sessions.Sweep()
+				sweepNow()
 			}
 		}
 	}
