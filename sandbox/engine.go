@@ -265,6 +265,7 @@ type instance struct {
 	scratch  *scratchFS // nil = no /tmp
 	mounts   []mount    // more file systems: the run's policy (osa.go)
 	snap     *snapshot  // when set, the instance starts from this image (snapshot.go)
+	onResume func()     // called once the instance runs from snap (not when it started cold)
 }
 
 func stdinOf(in instance) io.Reader {
@@ -309,9 +310,11 @@ func (e *Engine) run(ctx context.Context, in instance) outcome {
 		WithFSConfig(fsc)
 	cfg = withDeadlineHooks(ctx, e.mode, cfg, in.stdout, in.stderr) // stdout, stderr, sleep, yield
 	var err error
-	if in.snap != nil {
-		err = e.instantiateFrom(ctx, in.snap, cfg, limit)
+	if in.snap != nil && uint64(in.snap.pages)*PageSize <= limit {
+		err = e.instantiateFrom(ctx, in.snap, cfg, in.onResume)
 	} else {
+		// No image, or one larger than this instance may grow: start cold, before the
+		// allocator could record a refused grow that would read as running out of memory.
 		var mod api.Module
 		mod, err = e.rt.InstantiateModule(ctx, e.compiled, cfg)
 		if mod != nil {

@@ -449,14 +449,10 @@ func (e *Engine) Run(ctx context.Context, req Request) (Result, error) {
 	if timeout <= 0 {
 		timeout = time.Duration(limits.Runtime.ExecSeconds.Default) * time.Second
 	}
-	mem := uint64(max(req.MemoryBytes, 0))
-	if mem != 0 && mem < minMemoryBytes {
-		mem = minMemoryBytes
-	}
+	mem := requestMemory(req)
 	stdout := newClipWriter(orDefault(req.StdoutChars, int(limits.MaxStdoutChars)))
 	stderr := newClipWriter(orDefault(req.StderrChars, int(limits.MaxStderrChars)))
-	scratch := newScratchFS(int64(orDefault(int(req.ScratchBytes), DefaultScratchBytes)),
-		orDefault(req.ScratchFiles, DefaultScratchFiles))
+	scratch := requestScratch(req)
 
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -528,6 +524,20 @@ const oomMargin = 4 << 20
 // record: a program that caught a MemoryError and then failed otherwise is an error.
 func memoryError(exc string) bool {
 	return exc == "" || exc == "MemoryError" || strings.HasPrefix(exc, "MemoryError:")
+}
+
+// requestMemory is req's memory cap in bytes: 0 for the engine's, raised to minMemoryBytes.
+func requestMemory(req Request) uint64 {
+	mem := uint64(max(req.MemoryBytes, 0))
+	if mem != 0 && mem < minMemoryBytes {
+		mem = minMemoryBytes
+	}
+	return mem
+}
+
+// requestScratch is a fresh /tmp with req's caps.
+func requestScratch(req Request) *scratchFS {
+	return newScratchFS(int64(orDefault(int(req.ScratchBytes), DefaultScratchBytes)), orDefault(req.ScratchFiles, DefaultScratchFiles))
 }
 
 func orDefault(v, def int) int {

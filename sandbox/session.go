@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -188,15 +187,9 @@ func (s *Session) start(ctx context.Context, req Request, key string) (*liveInst
 	if err != nil {
 		return nil, err
 	}
-	mem := uint64(max(req.MemoryBytes, 0))
-	if mem != 0 && mem < minMemoryBytes {
-		mem = minMemoryBytes
-	}
-	// Without its image ready (being built, or none), the interpreter starts cold.
+	// Without its image ready (being built, or none), the interpreter starts cold; so it does
+	// when the image is larger than it may grow (Engine.run decides).
 	snap := s.e.readySnapshot(ctx, req, files)
-	if limit := cmp.Or(min(mem, s.e.maxMem), s.e.maxMem); snap != nil && uint64(snap.pages)*PageSize > limit {
-		snap = nil // the image is larger than this session may grow
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -210,10 +203,6 @@ func (s *Session) start(ctx context.Context, req Request, key string) (*liveInst
 	inR, inW := io.Pipe()
 	live := &liveInstance{key: key, stdin: inW, stdout: &switchWriter{w: io.Discard}, stderr: &switchWriter{w: io.Discard},
 		cancel: cancel, ended: make(chan outcome, 1), policy: policy, data: data}
-	if snap != nil {
-		s.snapStarts.Add(1)
-	}
-	scratch := newScratchFS(int64(orDefault(int(req.ScratchBytes), DefaultScratchBytes)), orDefault(req.ScratchFiles, DefaultScratchFiles))
 	// What an interpreter writes before it first reads a request is the runtime's, never a
 	// run's: from an image, libc's constructors run again, and mimalloc's flushes its delayed
 	// output (a newline) to stderr.
@@ -224,10 +213,11 @@ func (s *Session) start(ctx context.Context, req Request, key string) (*liveInst
 			stdinR:   gateReader{gate, inR},
 			stdout:   gateWriter{gate, live.stdout},
 			stderr:   gateWriter{gate, live.stderr},
-			memLimit: mem,
-			scratch:  scratch,
+			memLimit: requestMemory(req),
+			scratch:  requestScratch(req),
 			mounts:   mounts,
 			snap:     snap,
+			onResume: func() { s.snapStarts.Add(1) },
 			onAlloc:  func(a *allocator) { live.alloc.Store(a) },
 		})
 		_ = inR.Close()

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -465,14 +467,25 @@ func (s *snapshot) bytes() int {
 
 func (s *snapshot) digest() []byte {
 	h := sha256.New()
+	_ = s.writeSegments(h)
+	return h.Sum(nil)
+}
+
+// writeSegments writes the segments as a snapshot file holds them (and its sum covers them):
+// each a little-endian uint32 offset and length, then its bytes.
+func (s *snapshot) writeSegments(w io.Writer) error {
 	var hdr [8]byte
 	for _, g := range s.segs {
 		binary.LittleEndian.PutUint32(hdr[:4], g.off)
 		binary.LittleEndian.PutUint32(hdr[4:], uint32(len(g.data)))
-		h.Write(hdr[:])
-		h.Write(g.data)
+		if _, err := w.Write(hdr[:]); err != nil {
+			return err
+		}
+		if _, err := w.Write(g.data); err != nil {
+			return err
+		}
 	}
-	return h.Sum(nil)
+	return nil
 }
 
 // restore writes the image into a fresh instance's memory.
@@ -537,28 +550,21 @@ func writeSnapshot(path, engine string, s *snapshot) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	var b bytes.Buffer
 	hdr, _ := json.Marshal(snapshotHeader{Engine: engine, Key: s.key, Pages: s.pages, Segments: len(s.segs), SHA256: s.sum})
-	b.WriteString(snapshotFormat + "\n")
-	b.Write(hdr)
-	b.WriteByte('\n')
-	var n [8]byte
-	for _, g := range s.segs {
-		binary.LittleEndian.PutUint32(n[:4], g.off)
-		binary.LittleEndian.PutUint32(n[4:], uint32(len(g.data)))
-		b.Write(n[:])
-		b.Write(g.data)
-	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".snap-*")
 	if err != nil {
 		return err
 	}
-	if _, err := tmp.Write(b.Bytes()); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return err
+	w := bufio.NewWriter(tmp)
+	_, _ = fmt.Fprintf(w, "%s\n%s\n", snapshotFormat, hdr)
+	err = s.writeSegments(w)
+	if err == nil {
+		err = w.Flush()
 	}
-	if err := tmp.Close(); err != nil {
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		_ = os.Remove(tmp.Name())
 		return err
 	}
@@ -614,16 +620,7 @@ func readSnapshot(path, engine, key string) (*snapshot, error) {
 
 // instantiateFrom starts cfg's instance from the image and runs osa_resume; its outcome is
 // what InstantiateModule's would be for a run of _start.
-func (e *Engine) instantiateFrom(ctx context.Context, s *snapshot, cfg wazero.ModuleConfig, limit uint64) error {
-	if uint64(s.pages)*PageSize > limit {
-		// Larger than this instance may grow: start cold, before the allocator records a
-		// refused grow that would read as the program running out of memory.
-		mod, err := e.rt.InstantiateModule(ctx, e.compiled, cfg)
-		if mod != nil {
-			_ = mod.Close(ctx)
-		}
-		return err
-	}
+func (e *Engine) instantiateFrom(ctx context.Context, s *snapshot, cfg wazero.ModuleConfig, onResume func()) error {
 	mod, err := e.rt.InstantiateModule(ctx, e.compiled, cfg.WithStartFunctions())
 	if err != nil {
 		return err
@@ -642,6 +639,9 @@ func (e *Engine) instantiateFrom(ctx context.Context, s *snapshot, cfg wazero.Mo
 	fn := mod.ExportedFunction("osa_resume")
 	if fn == nil {
 		return errors.New("sandbox: the engine has no osa_resume export")
+	}
+	if onResume != nil {
+		onResume()
 	}
 	res, err := fn.Call(ctx)
 	if err != nil {
