@@ -193,6 +193,22 @@ func (m *Memory) parkExpired(p *memPark, now int64) bool {
 }
 
 // lookup returns the live session, dropping it when it has expired. The caller holds m.mu.
+// readLive runs f on the live session, under the lock, for the methods that only read it;
+// ErrNotFound without one.
+func readLive[T any](ctx context.Context, m *Memory, community, id string, f func(s *memSession) (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.lookup(community, id, m.clock())
+	if s == nil {
+		return zero, ErrNotFound
+	}
+	return f(s)
+}
+
 func (m *Memory) lookup(community, id string, now int64) *memSession {
 	com := m.communities[community]
 	if com == nil {
@@ -273,16 +289,7 @@ func (s *memSession) meta(community, id string) Session {
 
 // Session returns a session's metadata, or ErrNotFound.
 func (m *Memory) Session(ctx context.Context, community, id string) (Session, error) {
-	if err := ctx.Err(); err != nil {
-		return Session{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.lookup(community, id, m.clock())
-	if s == nil {
-		return Session{}, ErrNotFound
-	}
-	return s.meta(community, id), nil
+	return readLive(ctx, m, community, id, func(s *memSession) (Session, error) { return s.meta(community, id), nil })
 }
 
 // EnsureSession returns the live session or creates it, evicting one at the community's cap.
@@ -412,20 +419,13 @@ func validOptional(msgs ...json.RawMessage) error {
 
 // History returns copies of the session's messages in order.
 func (m *Memory) History(ctx context.Context, community, id string) ([]json.RawMessage, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.lookup(community, id, m.clock())
-	if s == nil {
-		return nil, ErrNotFound
-	}
-	out := make([]json.RawMessage, len(s.history))
-	for i, msg := range s.history {
-		out[i] = bytes.Clone(msg)
-	}
-	return out, nil
+	return readLive(ctx, m, community, id, func(s *memSession) ([]json.RawMessage, error) {
+		out := make([]json.RawMessage, len(s.history))
+		for i, msg := range s.history {
+			out[i] = bytes.Clone(msg)
+		}
+		return out, nil
+	})
 }
 
 // runOverhead is what every kept run counts against the artifact budget besides its files'
@@ -494,23 +494,16 @@ func (m *Memory) dropRun(r *memRun) {
 
 // Artifact returns one kept file.
 func (m *Memory) Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.lookup(community, id, m.clock())
-	if s == nil {
-		return nil, ErrNotFound
-	}
-	for _, r := range s.runs {
-		if r.callID == callID {
-			if b, ok := r.files[path]; ok {
-				return bytes.Clone(b), nil
+	return readLive(ctx, m, community, id, func(s *memSession) ([]byte, error) {
+		for _, r := range s.runs {
+			if r.callID == callID {
+				if b, ok := r.files[path]; ok {
+					return bytes.Clone(b), nil
+				}
 			}
 		}
-	}
-	return nil, ErrNotFound
+		return nil, ErrNotFound
+	})
 }
 
 // DeleteSession removes the session, its history, its parked call and its files. The turn
@@ -818,16 +811,7 @@ func sortedFiles(files map[string]*memFile) []SessionFile {
 
 // Files lists the session's attached files by name.
 func (m *Memory) Files(ctx context.Context, community, id string) ([]SessionFile, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.lookup(community, id, m.clock())
-	if s == nil {
-		return nil, ErrNotFound
-	}
-	return sortedFiles(s.files), nil
+	return readLive(ctx, m, community, id, func(s *memSession) ([]SessionFile, error) { return sortedFiles(s.files), nil })
 }
 
 // File returns one attached file and a copy of its bytes.
@@ -885,20 +869,13 @@ func (m *Memory) PutRun(ctx context.Context, community, id string, rec RunRecord
 
 // Runs returns copies of the session's kept run records, oldest first.
 func (m *Memory) Runs(ctx context.Context, community, id string) ([]RunRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.lookup(community, id, m.clock())
-	if s == nil {
-		return nil, ErrNotFound
-	}
-	out := make([]RunRecord, len(s.records))
-	for i, r := range s.records {
-		out[i] = cloneRecord(r)
-	}
-	return out, nil
+	return readLive(ctx, m, community, id, func(s *memSession) ([]RunRecord, error) {
+		out := make([]RunRecord, len(s.records))
+		for i, r := range s.records {
+			out[i] = cloneRecord(r)
+		}
+		return out, nil
+	})
 }
 
 // cloneRecord copies the one shared part of a record, its file list.
@@ -909,23 +886,16 @@ func cloneRecord(r RunRecord) RunRecord {
 
 // ArtifactPaths lists one kept run's paths, sorted.
 func (m *Memory) ArtifactPaths(ctx context.Context, community, id, callID string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.lookup(community, id, m.clock())
-	if s == nil {
-		return nil, ErrNotFound
-	}
-	out := []string{}
-	for _, r := range s.runs {
-		if r.callID == callID {
-			for p := range r.files {
-				out = append(out, p)
+	return readLive(ctx, m, community, id, func(s *memSession) ([]string, error) {
+		out := []string{}
+		for _, r := range s.runs {
+			if r.callID == callID {
+				for p := range r.files {
+					out = append(out, p)
+				}
 			}
 		}
-	}
-	slices.Sort(out)
-	return out, nil
+		slices.Sort(out)
+		return out, nil
+	})
 }
