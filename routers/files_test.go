@@ -56,7 +56,7 @@ func newFilesServer(t *testing.T, st store.Store, up config.Uploads, limiter Lim
 		}
 	}
 	s, err := New(Deps{Settings: Settings{Deployment: config.Production, DefaultModel: "scripted/demo", RateLimits: rl},
-		Getenv: func(string) string { return "" }, Communities: set, Artifacts: st, Limiter: limiter})
+		Getenv: func(string) string { return "" }, Communities: set, Artifacts: st, Files: st, Limiter: limiter})
 	if err != nil {
 		t.Fatal(err)
 	}

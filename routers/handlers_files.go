@@ -22,8 +22,7 @@ import (
 )
 
 // SessionFiles is what the file, manifest and export routes need of the session store;
-// store.Store implements it. The server finds it in Deps.Artifacts: when the artifact reader is
-// not a whole store, these routes answer 404.
+// store.Store implements it (Deps.Files).
 type SessionFiles interface {
 	ArtifactReader
 	ArtifactPaths(ctx context.Context, community, id, callID string) ([]string, error)
@@ -83,8 +82,8 @@ func (s *Server) sessionFiles(c echo.Context) (*community, SessionFiles, string,
 	if !ok {
 		return nil, nil, "", errNotFound
 	}
-	fs, ok := s.deps.Artifacts.(SessionFiles)
-	if !ok {
+	fs := s.deps.Files
+	if fs == nil {
 		return nil, nil, "", errNotFound
 	}
 	sid := c.Param("session")
@@ -92,6 +91,17 @@ func (s *Server) sessionFiles(c echo.Context) (*community, SessionFiles, string,
 		return nil, nil, "", errSessionNotFound
 	}
 	return cc, fs, sid, nil
+}
+
+// uploadSession is sessionFiles for the routes of a community that takes uploads.
+func (s *Server) uploadSession(c echo.Context) (*community, SessionFiles, string, error) {
+	cc, fs, sid, err := s.sessionFiles(c)
+	if err == nil {
+		if _, ok := uploadsOf(cc.cfg); !ok {
+			err = errUploadsOff
+		}
+	}
+	return cc, fs, sid, err
 }
 
 func validSessionID(sid string) bool {
@@ -115,8 +125,8 @@ func (s *Server) uploadFiles(c echo.Context) error {
 		return errNotFound
 	}
 	up, ok := uploadsOf(cc.cfg)
-	fs, isStore := s.deps.Artifacts.(SessionFiles)
-	if !ok || !isStore {
+	fs := s.deps.Files
+	if !ok || fs == nil {
 		return errUploadsOff
 	}
 	sid := c.Param("session")
@@ -268,12 +278,9 @@ func filesError(err error, up uploadLimits) error {
 
 // listFiles is GET /{c}/sessions/{session_id}/files.
 func (s *Server) listFiles(c echo.Context) error {
-	cc, fs, sid, err := s.sessionFiles(c)
+	cc, fs, sid, err := s.uploadSession(c)
 	if err != nil {
 		return err
-	}
-	if _, ok := uploadsOf(cc.cfg); !ok {
-		return errUploadsOff
 	}
 	list, err := fs.Files(c.Request().Context(), cc.cfg.ID, sid)
 	if errors.Is(err, store.ErrNotFound) {
@@ -289,12 +296,9 @@ func (s *Server) listFiles(c echo.Context) error {
 // deleteFile is DELETE /{c}/sessions/{session_id}/files/{name}: 204, or 404 when the session
 // holds no such file.
 func (s *Server) deleteFile(c echo.Context) error {
-	cc, fs, sid, err := s.sessionFiles(c)
+	cc, fs, sid, err := s.uploadSession(c)
 	if err != nil {
 		return err
-	}
-	if _, ok := uploadsOf(cc.cfg); !ok {
-		return errUploadsOff
 	}
 	name := c.Param("name")
 	if name == "" || len([]rune(name)) > workspace.MaxUploadNameChars {

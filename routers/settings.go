@@ -51,6 +51,9 @@ type Deps struct {
 	Engine ChatEngine
 	// Artifacts serves the files server-side runs saved; nil turns the artifact route off.
 	Artifacts ArtifactReader
+	// Files serves a session's attached files, its runs' manifest and export; nil turns those
+	// routes off (404).
+	Files SessionFiles
 	// Limiter counts requests for the rate limits; nil disables them.
 	Limiter Limiter
 	// Registerer receives extra metrics (the budget gauge), or nil.

@@ -277,6 +277,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		Communities: set,
 		Engine:      engine,
 		Artifacts:   st,
+		Files:       st,
 		Limiter:     st,
 		Collectors:  append([]prometheus.Collector{spent, mcps}, runner.collectors()...),
 	})
