@@ -98,11 +98,17 @@ func TestSnapshotOnDisk(t *testing.T) {
 // a restart.
 func TestSessionStartsFromSnapshot(t *testing.T) {
 	e, _ := testSnapshot(t)
+	// The prelude imports random, so the image holds it already seeded: the resume must
+	// reseed it.
+	const prelude = "import random\n"
+	if _, err := e.sessionSnapshot(context.Background(), Request{Prelude: prelude}); err != nil {
+		t.Fatal(err)
+	}
 	a, b := e.NewSession(), e.NewSession()
 	defer a.Close()
 	defer b.Close()
-	ra := sessionRun(t, a, Request{Source: "import random, os\nx = 41\nprint(random.getrandbits(64), os.listdir('/data'))"})
-	rb := sessionRun(t, b, Request{Source: "import random\nprint(random.getrandbits(64))"})
+	ra := sessionRun(t, a, Request{Prelude: prelude, Source: "import os\nx = 41\nprint(random.getrandbits(64), os.listdir('/data'))"})
+	rb := sessionRun(t, b, Request{Prelude: prelude, Source: "print(random.getrandbits(64))"})
 	if ra.Status != StatusOK || rb.Status != StatusOK {
 		t.Fatalf("%s %s / %s %s", ra.Status, ra.Stderr, rb.Status, rb.Stderr)
 	}
@@ -119,11 +125,11 @@ func TestSessionStartsFromSnapshot(t *testing.T) {
 	if !strings.HasSuffix(ra.Stdout, " []\n") {
 		t.Errorf("an empty /data: %q", ra.Stdout)
 	}
-	r := sessionRun(t, a, Request{Source: "print(x + 1, open('/data/n.csv').read())", Data: map[string][]byte{"n.csv": []byte("a,b")}})
+	r := sessionRun(t, a, Request{Prelude: prelude, Source: "print(x + 1, open('/data/n.csv').read())", Data: map[string][]byte{"n.csv": []byte("a,b")}})
 	if r.Status != StatusOK || r.Stdout != "42 a,b\n" {
 		t.Errorf("a file attached later: %s %q %s", r.Status, r.Stdout, r.Stderr)
 	}
-	r = sessionRun(t, a, Request{Source: "import os\nprint(x, os.listdir('/data'))"})
+	r = sessionRun(t, a, Request{Prelude: prelude, Source: "import os\nprint(x, os.listdir('/data'))"})
 	if r.Stdout != "41 []\n" || strings.Contains(r.Stderr, "restarted") {
 		t.Errorf("the file removed: %q %s", r.Stdout, r.Stderr)
 	}
