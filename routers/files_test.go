@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/store"
+	"github.com/osc-assistant/assistant/store/storetest"
 	"github.com/osc-assistant/assistant/workspace"
 )
 
@@ -363,13 +363,7 @@ func testSessionFilesFlow(t *testing.T, fs *filesServer) {
 // own tests are.
 func testRedisStore(t *testing.T, prefix string) *store.Redis {
 	t.Helper()
-	addr := os.Getenv("ASSISTANT_TEST_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ASSISTANT_TEST_REDIS_ADDR is not set under CI=true; run through scripts/with_redis.sh")
-		}
-		t.Skip("ASSISTANT_TEST_REDIS_ADDR is not set; run through scripts/with_redis.sh")
-	}
+	addr := storetest.RedisAddr(t)
 	if prefix == "" {
 		prefix = fmt.Sprintf("assistant-test-routers:%d:", time.Now().UnixNano())
 	}

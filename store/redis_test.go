@@ -7,27 +7,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/osc-assistant/assistant/store/storetest"
 )
 
-// redisAddr returns the test server's address (ASSISTANT_TEST_REDIS_ADDR, set by
-// scripts/with_redis.sh). Without it the test is skipped, or fails when CI=true: a green CI run
-// must not have skipped the Redis store.
+// redisAddr is the test server's address (storetest.RedisAddr).
 func redisAddr(tb testing.TB) string {
 	tb.Helper()
-	addr := os.Getenv("ASSISTANT_TEST_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("ASSISTANT_TEST_REDIS_ADDR is not set under CI=true; run through scripts/with_redis.sh")
-		}
-		tb.Skip("ASSISTANT_TEST_REDIS_ADDR is not set; run through scripts/with_redis.sh")
-	}
-	return addr
+	return storetest.RedisAddr(tb)
 }
 
 // testPrefix is a key prefix no other test uses.

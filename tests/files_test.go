@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/osc-assistant/assistant/store/storetest"
 )
 
 // nativePython is Debian's python3, with the packages the engine takes from Debian; it skips
@@ -30,19 +32,6 @@ func nativePython(t *testing.T, modules ...string) string {
 		t.Skipf("Debian's python3 with %s is not installed (scripts/native_packages.sh)", strings.Join(modules, ", "))
 	}
 	return py
-}
-
-// redisURL is the test Redis, or skips; under CI a missing Redis fails.
-func redisURL(t *testing.T) string {
-	t.Helper()
-	addr := os.Getenv("ASSISTANT_TEST_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ASSISTANT_TEST_REDIS_ADDR is not set under CI; run the tests through scripts/with_redis.sh")
-		}
-		t.Skip("ASSISTANT_TEST_REDIS_ADDR not set; run make test to start a throwaway redis-server")
-	}
-	return "redis://" + addr + "/0"
 }
 
 // runPy runs a native Python program with args and returns its stdout.
@@ -129,7 +118,7 @@ print(rows)`
 // Redis lists the same files and serves the same export.
 func TestFilesEndToEnd(t *testing.T) {
 	py := nativePython(t, "openpyxl", "nbformat")
-	redis := redisURL(t)
+	redis := storetest.RedisURL(t)
 	eng := engineDir(t)
 	prefix := "files-e2e-" + rand.Text() + ":"
 	off := "chat_minute=0,chat_hour=0,resume_minute=0,resume_hour=0"

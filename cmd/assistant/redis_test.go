@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,26 +13,13 @@ import (
 	"time"
 
 	"github.com/osc-assistant/assistant/store"
+	"github.com/osc-assistant/assistant/store/storetest"
 )
-
-// redisURL returns the test Redis, or skips; under CI a missing Redis fails instead, so a
-// green CI run never hides skipped tests.
-func redisURL(t *testing.T) string {
-	t.Helper()
-	addr := os.Getenv("ASSISTANT_TEST_REDIS_ADDR")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ASSISTANT_TEST_REDIS_ADDR is not set under CI; run the tests through scripts/with_redis.sh")
-		}
-		t.Skip("ASSISTANT_TEST_REDIS_ADDR not set; run make test to start a throwaway redis-server")
-	}
-	return "redis://" + addr + "/0"
-}
 
 // TestTwoReplicasShareRedis: a reply started on one server is resumed on another, and two
 // concurrent resumes of one call are accepted exactly once.
 func TestTwoReplicasShareRedis(t *testing.T) {
-	url := redisURL(t)
+	url := storetest.RedisURL(t)
 	prefix := fmt.Sprintf("test-%d:", time.Now().UnixNano())
 	a := startServer(t, "--redis-url", url, "--redis-prefix", prefix)
 	b := startServer(t, "--redis-url", url, "--redis-prefix", prefix)
@@ -98,7 +84,7 @@ func TestTwoReplicasShareRedis(t *testing.T) {
 // session's parked call on another, 100 times: whichever wins, every tool_use in the stored
 // history is followed at once by exactly one result for it, which the model APIs require.
 func TestChatRacingResumeKeepsHistory(t *testing.T) {
-	url := redisURL(t)
+	url := storetest.RedisURL(t)
 	prefix := fmt.Sprintf("test-race-%d:", time.Now().UnixNano())
 	off := "chat_minute=0,chat_hour=0,resume_minute=0,resume_hour=0"
 	a := startServer(t, "--redis-url", url, "--redis-prefix", prefix, "--rate-limits", off)
