@@ -194,7 +194,7 @@ func (s *Session) start(ctx context.Context, req Request, key string) (*liveInst
 		return nil, err
 	}
 	instCtx, cancel := context.WithCancelCause(context.Background())
-	data := new(dataFS)
+	data := newDataFS()
 	policy, mounts, err := s.e.sessionPolicy(instCtx, req, files, data)
 	if err != nil {
 		cancel(err)
@@ -252,10 +252,6 @@ func (s *Session) stop(cause error) {
 
 // idleFor is how long ago the last run ended.
 func (s *Session) idleFor() time.Duration { return time.Since(time.UnixMilli(s.lastRun.Load())) }
-
-// startedFromSnapshot reports whether an interpreter of the session started from the engine's
-// image (for tests).
-func (s *Session) startedFromSnapshot() bool { return s.snapStarts.Load() > 0 }
 
 // Live reports whether the session has an interpreter now. It does not wait for a run.
 func (s *Session) Live() bool { return s.live.Load() != nil }

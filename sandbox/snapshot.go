@@ -319,21 +319,6 @@ func (e *Engine) readySnapshot(ctx context.Context, req Request, files memFS) *s
 	return nil
 }
 
-// sessionSnapshot waits for req's image (for tests and benchmarks).
-func (e *Engine) sessionSnapshot(ctx context.Context, req Request) (*snapshot, error) {
-	files, err := e.policyFiles(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	ent := e.policySnapshot(req, files)
-	select {
-	case <-ent.ready:
-		return ent.snap, ent.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // evict drops the least recently used images past maxSnapshots. The caller holds mu.
 func (s *snapshots) evict() {
 	for len(s.byKey) > maxSnapshots {
@@ -384,7 +369,7 @@ func (e *Engine) loadOrBuildSnapshot(ctx context.Context, key string, req Reques
 func (e *Engine) buildSnapshot(ctx context.Context, key string, req Request, files memFS) (*snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	policy, mounts, err := e.sessionPolicy(ctx, req, files, new(dataFS))
+	policy, mounts, err := e.sessionPolicy(ctx, req, files, newDataFS())
 	if err != nil {
 		return nil, err
 	}
@@ -674,14 +659,14 @@ func (d *dataFS) set(files map[string][]byte) error {
 	return nil
 }
 
-func (d *dataFS) fs() expsys.FS {
-	if p := d.cur.Load(); p != nil {
-		return *p
-	}
-	var empty expsys.FS = &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: memFS{}}}
-	d.cur.CompareAndSwap(nil, &empty)
-	return *d.cur.Load()
+// newDataFS is an empty /data.
+func newDataFS() *dataFS {
+	d := new(dataFS)
+	_ = d.set(nil)
+	return d
 }
+
+func (d *dataFS) fs() expsys.FS { return *d.cur.Load() }
 
 func (d *dataFS) OpenFile(path string, flag expsys.Oflag, perm fs.FileMode) (expsys.File, expsys.Errno) {
 	return d.fs().OpenFile(path, flag, perm)

@@ -283,3 +283,22 @@ func TestSnapshotTooLargeStartsCold(t *testing.T) {
 		t.Errorf("from the image %v, status %s\n%s", sess.startedFromSnapshot(), res.Status, res.Stderr)
 	}
 }
+
+// sessionSnapshot waits for req's image (for tests and benchmarks).
+func (e *Engine) sessionSnapshot(ctx context.Context, req Request) (*snapshot, error) {
+	files, err := e.policyFiles(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	ent := e.policySnapshot(req, files)
+	select {
+	case <-ent.ready:
+		return ent.snap, ent.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// startedFromSnapshot reports whether an interpreter of the session started from the engine's
+// image (for tests).
+func (s *Session) startedFromSnapshot() bool { return s.snapStarts.Load() > 0 }
