@@ -22,7 +22,11 @@ var errFilesUnreadable = errors.New("the files attached to this conversation cou
 
 // uploadsOn reports whether c lets readers attach files to a session.
 func uploadsOn(c *config.Community) bool {
-	return c != nil && c.Runtime != nil && c.Runtime.Python != nil && c.Runtime.Python.Uploads.Enabled
+	if c == nil {
+		return false
+	}
+	_, ok := c.TakesUploads()
+	return ok
 }
 
 // filesMark is the fingerprint of a set of attached files: their names and digests, so a file

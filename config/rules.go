@@ -889,7 +889,7 @@ func (k *checker) checkCommunityModel(c *Community) {
 	}
 	// Uploads are read by runs, and GET /{c} reports them inside the runtime block it shows
 	// only when a client tool is offered: without a python tool they would be stored for nothing.
-	if py := c.python(); py != nil && py.Uploads.Enabled {
+	if _, ok := c.TakesUploads(); ok {
 		runsPython := c.Extensions != nil && slices.ContainsFunc(c.Extensions.ClientTools, func(t ClientTool) bool { return t.Runtime == "python" })
 		if !runsPython {
 			k.add("runtime.python.uploads.enabled", "uploads are enabled but no extensions.client_tools entry has runtime: python, so no run could read the attached files. Add a python client tool, or set enabled: false.")

@@ -57,6 +57,15 @@ func (c *Community) python() *PythonRuntime {
 	return c.Runtime.Python
 }
 
+// TakesUploads returns the community's upload rules and whether readers may attach files at
+// all (a Python runtime with uploads enabled).
+func (c *Community) TakesUploads() (Uploads, bool) {
+	if py := c.python(); py != nil && py.Uploads.Enabled {
+		return py.Uploads, true
+	}
+	return Uploads{}, false
+}
+
 func (c *Community) setDefaults() {
 	c.Status = "available"
 	c.EnablePageContext = true

@@ -61,11 +61,10 @@ type uploadLimits struct {
 // uploadsOf returns the community's upload rules, or false when it takes no uploads (no Python
 // runtime, or uploads not enabled).
 func uploadsOf(c *config.Community) (uploadLimits, bool) {
-	py := pythonOf(c)
-	if py == nil || !py.Uploads.Enabled {
+	u, ok := c.TakesUploads()
+	if !ok {
 		return uploadLimits{}, false
 	}
-	u := py.Uploads
 	return uploadLimits{maxFile: int64(u.MaxFileMB) << 20, maxSession: int64(u.MaxSessionMB) << 20, maxFiles: u.MaxFiles, types: u.Types}, true
 }
 
