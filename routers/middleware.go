@@ -43,12 +43,17 @@ type requestIDHeader struct {
 // secret: math/rand/v2's generator (ChaCha8, seeded by the system) needs no system call.
 func newRequestID() []string {
 	r := new(requestIDHeader)
+	fillRequestID(&r.hex)
+	r.value[0] = unsafe.String(&r.hex[0], len(r.hex)) // r.hex is never written again
+	return r.value[:]
+}
+
+// fillRequestID writes a new request id into dst.
+func fillRequestID(dst *[32]byte) {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
 	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
-	hex.Encode(r.hex[:], b[:])
-	r.value[0] = unsafe.String(&r.hex[0], len(r.hex)) // r.hex is never written again
-	return r.value[:]
+	hex.Encode(dst[:], b[:])
 }
 
 // requestID is the id observe gave the request (the X-Request-ID it answers with).
@@ -254,8 +259,13 @@ func isPublicAsset(route string) bool {
 // It reads the path rather than the route parameters so that a path no route serves is judged
 // too.
 func (s *Server) originAllowed(c echo.Context, origin string) bool {
+	return s.allowsOrigin(c.Request().URL.Path, origin)
+}
+
+// allowsOrigin judges origin for a request to path (see originAllowed).
+func (s *Server) allowsOrigin(path, origin string) bool {
 	cat := s.cat.Load()
-	rest := strings.TrimPrefix(c.Request().URL.Path, s.deps.Settings.BasePath+"/")
+	rest := strings.TrimPrefix(path, s.deps.Settings.BasePath+"/")
 	id, _, _ := strings.Cut(rest, "/")
 	if cc := cat.byID[id]; cc != nil {
 		return cc.origins.allows(origin)

@@ -22,6 +22,7 @@ type Server struct {
 	log       *slog.Logger
 	cat       atomic.Pointer[catalog]
 	metrics   *metrics
+	fast      fastRoutes
 	// reloadMu makes reloads take turns; requests never wait on it.
 	reloadMu sync.Mutex
 }
@@ -31,7 +32,7 @@ func New(deps Deps) (*Server, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{deps: deps, log: deps.Logger, metrics: newMetrics()}
+	s := &Server{deps: deps, log: deps.Logger, metrics: newMetrics(), fast: newFastRoutes(deps.Settings.BasePath)}
 	for _, c := range deps.Collectors {
 		s.metrics.reg.MustRegister(c)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/osc-assistant/assistant/fastpath"
 	"io"
 	"log/slog"
 	"net"
@@ -39,11 +40,13 @@ type serveSettings struct {
 	defaultModel string
 	logFormat    string
 	accessLog    routers.AccessLog
-	rateLimits   string
-	trusted      string
-	prices       string
-	engineDir    string
-	engineCache  string
+	// fastPath answers the precomputed routes ahead of net/http (package fastpath).
+	fastPath    bool
+	rateLimits  string
+	trusted     string
+	prices      string
+	engineDir   string
+	engineCache string
 	// Server-side runs (server_fallback).
 	sandboxWorkers  int
 	sandboxQueue    int
@@ -98,6 +101,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.IntVar(&s.sandboxMemoryMB, "sandbox-memory-mb", envInt(getenv, "ASSISTANT_SANDBOX_MEMORY_MB", 2048), "the most memory one server-side run may use, whatever a community's limits.memory_mb says (ASSISTANT_SANDBOX_MEMORY_MB)")
 	fs.BoolVar(&s.sandboxLoopback, "sandbox-allow-loopback", env("ASSISTANT_SANDBOX_ALLOW_LOOPBACK") == "1", "let server-side osa.fetch reach loopback addresses, for tests (ASSISTANT_SANDBOX_ALLOW_LOOPBACK=1)")
 	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
+	fastPath := fs.String("fast-path", or(env("ASSISTANT_FAST_PATH"), "on"), "answer GET /{c}, /communities, wheels and logos ahead of net/http (on), or leave every request to net/http (off) (ASSISTANT_FAST_PATH)")
 	accessLog := fs.String("access-log", or(env("ASSISTANT_ACCESS_LOG"), "on"), "log every request (on), none (off), or a share of them such as 0.1; errors (5xx) are always logged (ASSISTANT_ACCESS_LOG)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
@@ -124,6 +128,13 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return s, err
 	}
 	s.accessLog = al
+	switch strings.ToLower(strings.TrimSpace(*fastPath)) {
+	case "on":
+		s.fastPath = true
+	case "off":
+	default:
+		return s, fmt.Errorf("fast path %q: want on or off", *fastPath)
+	}
 	if s.artifactMB < 1 || s.artifactMB > 1<<20 {
 		return s, fmt.Errorf("artifact budget %d MB: want 1 to %d", s.artifactMB, 1<<20)
 	}
@@ -332,8 +343,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			_ = srv.Reload(context.WithoutCancel(ctx))
 		}
 	}()
+	front := newFront(hs, srv, s.fastPath, log)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- front.Serve(ln) }()
 	url := "http://" + displayAddr(ln.Addr()) + s.basePath + "/"
 	log.Info("serving", slog.String("url", url), slog.String("communities", s.communities), slog.String("version", version))
 	fmt.Fprintf(stdout, "assistant %s serving on %s\n", version, url)
@@ -349,20 +361,33 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	if err := hs.Shutdown(shutdownCtx); err != nil {
+	if err := front.Shutdown(shutdownCtx); err != nil {
 		// Replies still streaming after the grace period are cancelled, so their handlers
 		// return and release their session locks before the store closes.
 		log.Warn("shutdown: cancelling the requests still running", slog.Any("error", err))
 		cancelRequests()
 		lastCtx, cancelLast := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancelLast()
-		if err := hs.Shutdown(lastCtx); err != nil {
+		if err := front.Shutdown(lastCtx); err != nil {
 			log.Error("shutdown", slog.Any("error", err))
 			return 1
 		}
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// front is what serves the listener: net/http alone, or the fast path ahead of it.
+type front interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+}
+
+func newFront(hs *http.Server, srv *routers.Server, fast bool, log *slog.Logger) front {
+	if !fast {
+		return hs
+	}
+	return &fastpath.Server{Answer: srv.AnswerFast, HTTP: hs, Log: log}
 }
 
 // displayAddr turns a listen address into one a person can open: the unspecified address

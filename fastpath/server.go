@@ -1,0 +1,398 @@
+package fastpath
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// headBuffer is a connection's read buffer, and so the largest head the fast path reads; a
+// larger one goes to net/http (which takes up to its MaxHeaderBytes).
+const headBuffer = 4 << 10
+
+// Server answers what Answer accepts and hands everything else to HTTP. Set the fields, then
+// call Serve; the zero timeouts take HTTP's ReadHeaderTimeout and IdleTimeout (or 10 s and
+// 2 min when those are unset) and 150 s for writes.
+type Server struct {
+	// Answer fills w for r and returns true, or returns false to leave the request, and the
+	// connection from then on, to HTTP. It runs on the connection's goroutine and must not keep
+	// r's strings or w past its return.
+	Answer func(r *Request, w *Response) bool
+	// HTTP serves every connection handed to it, on a listener of its own that Serve starts.
+	HTTP *http.Server
+	// WriteTimeout bounds writing one answer.
+	WriteTimeout time.Duration
+	// Log receives a panic in Answer (the connection is closed); nil discards it.
+	Log *slog.Logger
+
+	answered, handed atomic.Uint64
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	ln       net.Listener
+	handoff  *handoff
+	closing  atomic.Bool
+	serveErr chan error
+}
+
+// Stats reports how many requests the fast path answered and how many connections it handed
+// to net/http.
+func (s *Server) Stats() (answered, handedOff uint64) {
+	return s.answered.Load(), s.handed.Load()
+}
+
+func (s *Server) headerTimeout() time.Duration {
+	if s.HTTP != nil && s.HTTP.ReadHeaderTimeout > 0 {
+		return s.HTTP.ReadHeaderTimeout
+	}
+	return 10 * time.Second
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.HTTP != nil && s.HTTP.IdleTimeout > 0 {
+		return s.HTTP.IdleTimeout
+	}
+	return 2 * time.Minute
+}
+
+func (s *Server) writeTimeout() time.Duration {
+	if s.WriteTimeout > 0 {
+		return s.WriteTimeout
+	}
+	return 150 * time.Second
+}
+
+// ErrServerClosed is what Serve returns after Shutdown (net/http's own value).
+var ErrServerClosed = http.ErrServerClosed
+
+// Serve accepts connections on ln until Shutdown, serving each on its own goroutine. It
+// returns ErrServerClosed after Shutdown, or the error that stopped HTTP or the listener.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.Answer == nil || s.HTTP == nil {
+		return errors.New("fastpath: Serve needs Answer and HTTP")
+	}
+	s.mu.Lock()
+	if s.ln != nil {
+		s.mu.Unlock()
+		return errors.New("fastpath: Serve called twice")
+	}
+	s.ln = ln
+	s.conns = map[*conn]struct{}{}
+	s.handoff = &handoff{conns: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}
+	s.serveErr = make(chan error, 1)
+	s.mu.Unlock()
+	if s.closing.Load() {
+		_ = ln.Close()
+		return ErrServerClosed
+	}
+	go func() { s.serveErr <- s.HTTP.Serve(s.handoff) }()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Out of descriptors and the like: wait and try again, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			if s.Log != nil {
+				s.Log.Warn("accept failed; retrying", slog.Any("error", err), slog.Duration("in", backoff))
+			}
+			select {
+			case <-time.After(backoff):
+				continue
+			case err := <-s.serveErr:
+				return err
+			}
+		}
+		backoff = 0
+		go s.serveConn(nc)
+	}
+}
+
+// Shutdown stops accepting, ends the fast path's idle connections, lets the answers being
+// written finish, then shuts HTTP down (which waits for its own connections). It may be called
+// again, for instance with a later deadline after a first one expired.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+	s.wakeConns()
+	err := s.HTTP.Shutdown(ctx)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		n := len(s.conns)
+		s.mu.Unlock()
+		if n == 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			s.closeConns()
+			return ctx.Err()
+		case <-tick.C:
+			s.wakeConns()
+		}
+	}
+}
+
+// wakeConns makes every fast-path connection blocked on a read return at once; each then sees
+// closing and ends. A connection writing an answer finishes it first.
+func (s *Server) wakeConns() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for c := range s.conns {
+		_ = c.nc.SetReadDeadline(now)
+	}
+}
+
+func (s *Server) closeConns() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		_ = c.nc.Close()
+	}
+}
+
+// conn is one connection while the fast path has it.
+type conn struct {
+	nc       net.Conn
+	br       *bufio.Reader
+	req      Request
+	resp     Response
+	bufs     net.Buffers
+	rdl, wdl time.Time // the deadlines last set
+	dateSec  int64
+	date     []byte
+}
+
+var connPool = sync.Pool{New: func() any {
+	return &conn{resp: Response{header: make([]byte, 0, 512), out: make([]byte, 0, 1024)}, date: make([]byte, 0, 32)}
+}}
+
+func (s *Server) serveConn(nc net.Conn) {
+	c := connPool.Get().(*conn)
+	c.nc = nc
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(nc, headBuffer)
+	} else {
+		c.br.Reset(nc)
+	}
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	handed := false
+	defer func() {
+		if r := recover(); r != nil && s.Log != nil {
+			s.Log.Error("panic in the fast path", slog.Any("error", r), slog.String("stack", string(debug.Stack())))
+		}
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		if !handed {
+			_ = nc.Close()
+			c.br.Reset(nil)
+		} else {
+			c.br = nil // it went with the connection
+		}
+		c.nc, c.rdl, c.wdl, c.req, c.bufs = nil, time.Time{}, time.Time{}, Request{}, nil
+		c.resp.Reset()
+		connPool.Put(c)
+	}()
+	for {
+		v, n := c.readHead(s)
+		if v == incomplete {
+			return // closed, timed out, or shutting down
+		}
+		c.resp.Reset()
+		if v == refuse || !s.Answer(&c.req, &c.resp) || !c.resp.sent {
+			handed = s.handOff(c)
+			return
+		}
+		closing := c.req.Close || s.closing.Load()
+		err := c.write(s, closing)
+		c.req = Request{}
+		_, _ = c.br.Discard(n)
+		s.answered.Add(1)
+		if err != nil || closing {
+			return
+		}
+	}
+}
+
+// readHead waits for a whole head under the idle timeout, then the header timeout once part
+// of one has arrived. incomplete means the connection is done with (closed by the client, timed
+// out, or the server is shutting down).
+func (c *conn) readHead(s *Server) (verdict, int) {
+	now := time.Now()
+	c.setReadDeadline(now, now.Add(s.idleTimeout()))
+	// After the deadline is set: Shutdown sets closing, then a deadline in the past, so either
+	// this sees closing or that deadline ends the wait below.
+	if s.closing.Load() {
+		return incomplete, 0
+	}
+	started := false
+	for {
+		buf, _ := c.br.Peek(c.br.Buffered())
+		if len(buf) > 0 {
+			v, n := parse(buf, &c.req)
+			if v != incomplete {
+				return v, n
+			}
+			if len(buf) == c.br.Size() {
+				return refuse, 0 // too large for the fast path; net/http reads on
+			}
+			if !started {
+				started = true
+				now := time.Now()
+				c.setReadDeadline(now, now.Add(s.headerTimeout()))
+			}
+		}
+		if _, err := c.br.Peek(len(buf) + 1); err != nil {
+			return incomplete, 0
+		}
+	}
+}
+
+// setReadDeadline sets the read deadline to t, unless the one set already falls within the
+// second before t: re-arming it on every request costs a timer update, and an idle or header
+// timeout that ends up to a second early changes nothing.
+func (c *conn) setReadDeadline(now, t time.Time) {
+	if c.rdl.After(t) || t.Sub(c.rdl) > time.Second || !c.rdl.After(now) {
+		c.rdl = t
+		_ = c.nc.SetReadDeadline(t)
+	}
+}
+
+func (c *conn) setWriteDeadline(now, t time.Time) {
+	if c.wdl.After(t) || t.Sub(c.wdl) > time.Second || !c.wdl.After(now) {
+		c.wdl = t
+		_ = c.nc.SetWriteDeadline(t)
+	}
+}
+
+// write sends the answer: the head and the body in one writev (the body only for a GET).
+func (c *conn) write(s *Server, closing bool) error {
+	now := time.Now()
+	if sec := now.Unix(); sec != c.dateSec || len(c.date) == 0 {
+		c.dateSec = sec
+		c.date = now.UTC().AppendFormat(c.date[:0], http.TimeFormat)
+	}
+	c.resp.frame(c.date, closing)
+	d := s.writeTimeout()
+	if c.resp.deadline > 0 {
+		d = c.resp.deadline
+	}
+	c.setWriteDeadline(now, now.Add(d))
+	c.resp.vec[0] = c.resp.out
+	c.bufs = c.resp.vec[:1]
+	if len(c.resp.body) > 0 && !c.req.Head() && bodyAllowed(c.resp.status) {
+		c.resp.vec[1] = c.resp.body
+		c.bufs = c.resp.vec[:2]
+	}
+	_, err := c.bufs.WriteTo(c.nc)
+	c.resp.vec = [2][]byte{}
+	return err
+}
+
+// handOff gives the connection, with the bytes read but not consumed, to net/http. It reports
+// whether net/http took it (false once shutting down: the caller closes it).
+func (s *Server) handOff(c *conn) bool {
+	// net/http sets its own deadlines as it reads; clear ours so a stale one cannot cut it off.
+	_ = c.nc.SetDeadline(time.Time{})
+	bc := &bufferedConn{Conn: c.nc, r: c.br}
+	if c.br.Buffered() == 0 {
+		bc.r = nil
+	}
+	if !s.handoff.give(bc) {
+		return false
+	}
+	s.handed.Add(1)
+	return true
+}
+
+// handoff is the listener HTTP serves: its connections are the ones the fast path gave up.
+type handoff struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	addr  net.Addr
+}
+
+func (h *handoff) Accept() (net.Conn, error) {
+	select {
+	case c := <-h.conns:
+		return c, nil
+	case <-h.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (h *handoff) Close() error {
+	h.once.Do(func() { close(h.done) })
+	return nil
+}
+
+func (h *handoff) Addr() net.Addr { return h.addr }
+
+func (h *handoff) give(c net.Conn) bool {
+	select {
+	case <-h.done:
+		return false
+	default:
+	}
+	select {
+	case h.conns <- c:
+		return true
+	case <-h.done:
+		return false
+	}
+}
+
+// bufferedConn is a connection whose first bytes are still in the fast path's buffer.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader // nil once drained
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) {
+	if c.r != nil {
+		if c.r.Buffered() > 0 {
+			return c.r.Read(p)
+		}
+		c.r = nil
+	}
+	return c.Conn.Read(p)
+}
+
+// CloseWrite and ReadFrom keep what net/http finds on a *net.TCPConn: a half close before a
+// graceful close, and sendfile.
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *bufferedConn) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(c.Conn, r)
+}

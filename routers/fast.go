@@ -1,0 +1,182 @@
+package routers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/osc-assistant/assistant/fastpath"
+)
+
+// The fast path (package fastpath) answers the precomputed routes ahead of net/http: GET and
+// HEAD of /{c}, /{c}/, /communities, /{c}/logo and /{c}/runtime/{file}, when the answer is 200
+// or 304. It sends what the echo route sends — the same status, headers (CORS, Vary, ETag,
+// X-Request-ID, caching) and bytes, recorded the same way in the metrics and the request log —
+// and leaves every other answer (404, 503, a range, an unknown path) to the echo route,
+// which renders the errors. TestFastPathMatchesEcho holds the two paths to the same answers.
+
+// fastRoutes are the route templates (metrics labels, as echo names them) under the base path.
+type fastRoutes struct {
+	prefix, communities, config, configSlash, wheel, logo string
+}
+
+func newFastRoutes(base string) fastRoutes {
+	return fastRoutes{
+		prefix:      base + "/",
+		communities: base + "/communities",
+		config:      base + "/:c",
+		configSlash: base + "/:c/",
+		wheel:       base + "/:c/runtime/:file",
+		logo:        base + "/:c/logo",
+	}
+}
+
+// fastAnswer is what a precomputed route answers with, found from the path alone.
+type fastAnswer struct {
+	route        string
+	body         *body      // a precomputed body, or nil for a wheel
+	wheel        *wheelFile // a wheel, or nil
+	cacheControl []string
+	svg          bool // a logo that is an SVG: sent with its Content-Security-Policy
+	public       bool // a public asset: any origin may read it
+}
+
+// findFast resolves path to a precomputed answer, or false when the echo route must answer
+// (any error, any other route).
+func (s *Server) findFast(path string) (fastAnswer, bool) {
+	r := &s.fast
+	rest, ok := strings.CutPrefix(path, r.prefix)
+	if !ok {
+		return fastAnswer{}, false
+	}
+	cat := s.cat.Load()
+	if rest == "communities" {
+		return fastAnswer{route: r.communities, body: &cat.communities, cacheControl: noCache}, true
+	}
+	id, tail, slash := strings.Cut(rest, "/")
+	cc := cat.byID[id]
+	if cc == nil {
+		return fastAnswer{}, false
+	}
+	switch {
+	case tail == "":
+		b := &cc.public
+		if s.toolsOff(cc.cfg.ID) {
+			b = &cc.plain
+		}
+		route := r.config
+		if slash {
+			route = r.configSlash
+		}
+		return fastAnswer{route: route, body: b, cacheControl: noCache}, true
+	case tail == "logo":
+		if cc.logo == nil {
+			return fastAnswer{}, false
+		}
+		return fastAnswer{route: r.logo, body: &cc.logo.body, cacheControl: logoCacheControl, svg: cc.logo.svg, public: true}, true
+	}
+	file, ok := strings.CutPrefix(tail, "runtime/")
+	if !ok || file == "" || strings.Contains(file, "/") {
+		return fastAnswer{}, false
+	}
+	if !cc.offersToolsConfigured() || s.toolsOff(cc.cfg.ID) || cc.overlayFailed {
+		return fastAnswer{}, false
+	}
+	f := cc.wheels[file]
+	if f == nil {
+		return fastAnswer{}, false
+	}
+	return fastAnswer{route: r.wheel, wheel: f, cacheControl: wheelCacheHeader, public: true}, true
+}
+
+// AnswerFast is the fast path's Answer: it answers r as the echo route would, or returns false
+// to leave r to it.
+func (s *Server) AnswerFast(r *fastpath.Request, w *fastpath.Response) bool {
+	start := time.Now()
+	a, ok := s.findFast(r.Path)
+	if !ok {
+		return false
+	}
+	// The same headers, in the same order of decision, as observe, cors and serveBody/serveWheel.
+	var idbuf [32]byte
+	id := idbuf[:0]
+	if validRequestID(r.RequestID) {
+		id = append(id, r.RequestID...)
+	} else {
+		fillRequestID(&idbuf)
+		id = idbuf[:]
+	}
+	w.HeaderBytes("X-Request-Id", id)
+	w.Header("Vary", "Origin")
+	if a.body != nil && a.body.gzip != nil {
+		w.Header("Vary", "Accept-Encoding")
+	}
+	if r.Origin != "" {
+		if a.public {
+			w.Header("Access-Control-Allow-Origin", "*")
+		} else if s.allowsOrigin(r.Path, r.Origin) {
+			w.Header("Access-Control-Allow-Origin", r.Origin)
+			w.Header("Access-Control-Allow-Credentials", "true")
+			w.Header("Access-Control-Expose-Headers", "X-Session-ID, X-Request-ID")
+		}
+	}
+	if a.svg {
+		w.Header("Content-Security-Policy", svgCSP[0])
+	}
+	status, size := s.fastBody(r, w, &a)
+	s.metrics.observe(a.route, r.Method, status, time.Since(start))
+	if s.deps.Settings.AccessLog.records(status) {
+		s.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+			slog.String("request_id", string(id)),
+			slog.String("method", r.Method),
+			slog.String("route", a.route),
+			slog.String("path", r.Path),
+			slog.Int("status", status),
+			slog.Duration("duration", time.Since(start)),
+			slog.Int64("bytes", size),
+		)
+	}
+	return true
+}
+
+// fastBody adds the body's headers and sends it (or 304), returning the status and the bytes
+// of body the request log counts.
+func (s *Server) fastBody(r *fastpath.Request, w *fastpath.Response, a *fastAnswer) (int, int64) {
+	var data []byte
+	var etag string
+	var enc *encoded
+	if a.wheel != nil {
+		data, etag = a.wheel.data, a.wheel.etag[0]
+	} else {
+		enc = a.body.choose(r.AcceptEncoding)
+		data, etag = enc.data, enc.etag[0]
+	}
+	w.Header("Etag", etag)
+	w.Header("Cache-Control", a.cacheControl[0])
+	if a.wheel != nil {
+		w.Header("Accept-Ranges", acceptRanges[0])
+	}
+	if r.IfNoneMatch != "" && etagMatches(r.IfNoneMatch, etag) {
+		w.Send(http.StatusNotModified, nil)
+		return http.StatusNotModified, 0
+	}
+	switch {
+	case a.wheel != nil:
+		w.Header("Content-Type", octetStream[0])
+		if len(data) > 1<<20 {
+			w.WriteTimeout(bulkWriteTimeout)
+		}
+	default:
+		w.Header("Content-Type", a.body.contentType[0])
+		if enc.encoding != nil {
+			w.Header("Content-Encoding", enc.encoding[0])
+		}
+	}
+	w.Send(http.StatusOK, data)
+	if r.Head() {
+		return http.StatusOK, 0
+	}
+	return http.StatusOK, int64(len(data))
+}

@@ -1,0 +1,338 @@
+package routers
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/fastpath"
+)
+
+// syncBuffer is a log destination the connections' goroutines may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// take returns what was logged since the last take.
+func (s *syncBuffer) take() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.b.String()
+	s.b.Reset()
+	return out
+}
+
+// fastPair serves one Server twice on loopback: through the fast path ahead of net/http, and
+// through net/http alone.
+type fastPair struct {
+	srv       *Server
+	fp        *fastpath.Server
+	fast, std string // addresses
+	log       *syncBuffer
+}
+
+func newFastPair(t *testing.T, base string, getenv func(string) string) *fastPair {
+	t.Helper()
+	p := &fastPair{log: &syncBuffer{}}
+	srv, err := New(Deps{Settings: Settings{BasePath: base, Deployment: config.Production, DefaultModel: "scripted/demo"},
+		Logger: slog.New(slog.NewJSONHandler(p.log, nil)), Getenv: getenv, Communities: newTestServer(t).deps.Communities})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.srv = srv
+	lf, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.fp = &fastpath.Server{Answer: srv.AnswerFast, HTTP: &http.Server{Handler: srv}}
+	hs := &http.Server{Handler: srv}
+	go func() { _ = p.fp.Serve(lf) }()
+	go func() { _ = hs.Serve(ls) }()
+	t.Cleanup(func() {
+		_ = p.fp.Shutdown(t.Context())
+		_ = hs.Close()
+	})
+	p.fast, p.std = lf.Addr().String(), ls.Addr().String()
+	p.log.take() // the warnings of New
+	return p
+}
+
+// rawAnswer sends one request in its own connection and reads the answer; for a HEAD the
+// body is not read.
+func rawAnswer(t *testing.T, addr, req string) (*http.Response, []byte) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	method := req[:strings.IndexByte(req, ' ')]
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
+	if err != nil {
+		t.Fatalf("%q: %v", req, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// logLine reads the one request line logged, without the fields that differ per request.
+func logLine(t *testing.T, logged string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(logged), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one log line, got %q", logged)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "time")
+	delete(m, "duration")
+	return m
+}
+
+// TestFastPathMatchesEcho: for every request the fast path answers, and for the neighbours it
+// leaves to echo, the client sees the same status, headers and bytes as from net/http and echo
+// alone, the request log has the same line and the metrics count the same series. Each case
+// also says whether the fast path must have answered it, so the comparison cannot pass by
+// handing everything off.
+func TestFastPathMatchesEcho(t *testing.T) {
+	wheel := "/nemar/runtime/nemar_tools-0.1.0-py3-none-any.whl"
+	type tc struct {
+		name    string
+		method  string
+		path    string
+		headers []string
+		fast    bool
+	}
+	cases := []tc{
+		{"config", "GET", "/nemar", nil, true},
+		{"config, trailing slash", "GET", "/hed/", nil, true},
+		{"config with a query", "GET", "/nemar?v=2", nil, true},
+		{"config gzip", "GET", "/nemar", []string{"Accept-Encoding: gzip, deflate, br"}, true},
+		{"config gzip refused", "GET", "/nemar", []string{"Accept-Encoding: gzip;q=0"}, true},
+		{"config identity refused", "GET", "/nemar", []string{"Accept-Encoding: identity;q=0"}, true},
+		{"config everything refused", "GET", "/nemar", []string{"Accept-Encoding: *;q=0"}, true},
+		{"config HEAD", "HEAD", "/nemar", []string{"Accept-Encoding: gzip"}, true},
+		{"config 304", "GET", "/nemar", []string{"If-None-Match: *"}, true},
+		{"config 304 weak, gzip", "GET", "/nemar", []string{"Accept-Encoding: gzip", "If-None-Match: W/\"x\", " + "%ETAG%"}, true},
+		{"config, other ETag", "GET", "/nemar", []string{"If-None-Match: \"nope\""}, true},
+		{"config, allowed origin", "GET", "/nemar", []string{"Origin: https://nemar.org"}, true},
+		{"config, allowed origin in capitals", "GET", "/nemar", []string{"Origin: HTTPS://NEMAR.ORG"}, true},
+		{"config, foreign origin", "GET", "/nemar", []string{"Origin: https://evil.example"}, true},
+		{"config, another community's origin", "GET", "/nemar", []string{"Origin: https://www.hedtags.org"}, true},
+		{"config, client request id", "GET", "/bids", []string{"X-Request-ID: client-id-123"}, true},
+		{"config, Connection: close", "GET", "/bids", []string{"Connection: close"}, true},
+		{"listing", "GET", "/communities", nil, true},
+		{"listing gzip, origin", "GET", "/communities", []string{"Accept-Encoding: gzip", "Origin: https://www.hedtags.org"}, true},
+		{"logo", "GET", "/hed/logo", []string{"Origin: https://anywhere.example"}, true},
+		{"logo gzip", "GET", "/hed/logo", []string{"Accept-Encoding: gzip"}, true},
+		{"wheel", "GET", wheel, []string{"Origin: https://anywhere.example", "Accept-Encoding: gzip"}, true},
+		{"wheel HEAD", "HEAD", wheel, nil, true},
+		{"wheel 304", "GET", wheel, []string{"If-None-Match: %ETAG%"}, true},
+
+		{"wheel range (echo's)", "GET", wheel, []string{"Range: bytes=0-9"}, false},
+		{"wheel unknown", "GET", "/nemar/runtime/nope-0.1-py3-none-any.whl", nil, false},
+		{"wheel of a community without one", "GET", "/hed/runtime/x.whl", nil, false},
+		{"no logo", "GET", "/nemar/logo", nil, false},
+		{"unknown community", "GET", "/nope", nil, false},
+		{"upper case", "GET", "/NEMAR", nil, false},
+		{"double slash", "GET", "//nemar", nil, false},
+		{"percent-encoded", "GET", "/ne%6Dar", nil, false},
+		{"health", "GET", "/health", nil, false},
+		{"root", "GET", "/", nil, false},
+		{"demo page", "GET", "/nemar/demo/", nil, false},
+		{"POST", "POST", "/nemar", []string{"Content-Length: 0"}, false},
+		{"preflight", "OPTIONS", "/nemar", []string{"Origin: https://nemar.org", "Access-Control-Request-Method: GET"}, false},
+	}
+	for _, variant := range []struct {
+		name, base string
+		getenv     func(string) string
+	}{
+		{"plain", "", func(string) string { return "" }},
+		{"base path", "/osa", func(string) string { return "" }},
+		{"nemar's tools off", "", func(k string) string {
+			if k == "ASSISTANT_CLIENT_TOOLS_DISABLED" {
+				return "nemar"
+			}
+			return ""
+		}},
+	} {
+		t.Run(variant.name, func(t *testing.T) {
+			p := newFastPair(t, variant.base, variant.getenv)
+			toolsOff := variant.getenv("ASSISTANT_CLIENT_TOOLS_DISABLED") != ""
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					fast := c.fast
+					if toolsOff && strings.HasPrefix(c.path, "/nemar/runtime/") {
+						fast = false // 404 with the tools off
+					}
+					path := c.path
+					if variant.base != "" && strings.HasPrefix(path, "/") && path != "//nemar" {
+						path = variant.base + path
+					}
+					headers := c.headers
+					if etagIn(headers) {
+						probe, _ := rawAnswer(t, p.std, c.method+" "+path+" HTTP/1.1\r\nHost: x\r\n"+acceptOf(headers)+"\r\n")
+						headers = withETag(headers, probe.Header.Get("Etag"))
+						p.log.take()
+					}
+					req := c.method + " " + path + " HTTP/1.1\r\nHost: x\r\n" + strings.Join(append(headers, ""), "\r\n") + "\r\n"
+					before, _ := p.fp.Stats()
+					got, gotBody := rawAnswer(t, p.fast, req)
+					after, _ := p.fp.Stats()
+					gotLog := p.log.take()
+					want, wantBody := rawAnswer(t, p.std, req)
+					wantLog := p.log.take()
+					if answered := after > before; answered != fast {
+						t.Errorf("answered by the fast path: %v, want %v", answered, fast)
+					}
+					if got.StatusCode != want.StatusCode || !bytes.Equal(gotBody, wantBody) {
+						t.Fatalf("%d with %d bytes, want %d with %d bytes", got.StatusCode, len(gotBody), want.StatusCode, len(wantBody))
+					}
+					compareHeaders(t, got.Header, want.Header, hasHeader(headers, "X-Request-ID"))
+					gl, wl := logLine(t, gotLog), logLine(t, wantLog)
+					if hasHeader(headers, "X-Request-ID") {
+						if gl["request_id"] != wl["request_id"] {
+							t.Errorf("logged request id %v, want %v", gl["request_id"], wl["request_id"])
+						}
+					} else if gl["request_id"] != got.Header.Get("X-Request-Id") {
+						t.Errorf("logged request id %v, answered %q", gl["request_id"], got.Header.Get("X-Request-Id"))
+					}
+					delete(gl, "request_id")
+					delete(wl, "request_id")
+					if !equalJSON(gl, wl) {
+						t.Errorf("log line\n %v\nwant\n %v", gl, wl)
+					}
+					// Both answers were counted under the same series: two more requests.
+					route, _ := wl["route"].(string)
+					status := strconv.Itoa(want.StatusCode)
+					if n := testutil.ToFloat64(p.srv.metrics.requests.WithLabelValues(route, c.method, status)); n < 2 {
+						t.Errorf("metrics: %v requests on (%s %s %s), want both", n, route, c.method, status)
+					}
+				})
+			}
+		})
+	}
+}
+
+func etagIn(headers []string) bool {
+	for _, h := range headers {
+		if strings.Contains(h, "%ETAG%") {
+			return true
+		}
+	}
+	return false
+}
+
+func acceptOf(headers []string) string {
+	for _, h := range headers {
+		if strings.HasPrefix(h, "Accept-Encoding:") {
+			return h + "\r\n"
+		}
+	}
+	return ""
+}
+
+func withETag(headers []string, etag string) []string {
+	out := make([]string, len(headers))
+	for i, h := range headers {
+		out[i] = strings.ReplaceAll(h, "%ETAG%", etag)
+	}
+	return out
+}
+
+func hasHeader(headers []string, name string) bool {
+	for _, h := range headers {
+		if strings.HasPrefix(strings.ToLower(h), strings.ToLower(name)+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// compareHeaders: the same header lines, values in the same order, except Date (the clock) and
+// a request id the server made up (random).
+func compareHeaders(t *testing.T, got, want http.Header, sameID bool) {
+	t.Helper()
+	skip := map[string]bool{"Date": true}
+	if !sameID {
+		skip["X-Request-Id"] = true
+		if len(got.Values("X-Request-Id")) != 1 || len(got.Get("X-Request-Id")) != 32 {
+			t.Errorf("X-Request-Id %q", got.Values("X-Request-Id"))
+		}
+	}
+	if len(got.Values("Date")) != 1 {
+		t.Errorf("Date %q", got.Values("Date"))
+	}
+	for k, v := range want {
+		if !skip[k] && strings.Join(got[k], "\n") != strings.Join(v, "\n") {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok && !skip[k] {
+			t.Errorf("%s: %q, not sent by echo", k, v)
+		}
+	}
+}
+
+func equalJSON(a, b map[string]any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// TestAnswerFastAllocs: with the request log off, answering GET /{c} on the fast path
+// allocates nothing.
+func TestAnswerFastAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	al, _ := ParseAccessLog("off")
+	s, err := New(Deps{Settings: Settings{DefaultModel: "scripted/demo", AccessLog: al}, Getenv: func(string) string { return "" }, Communities: newTestServer(t).deps.Communities})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []fastpath.Request{
+		{Method: "GET", Path: "/nemar", AcceptEncoding: "gzip", Origin: "https://nemar.org"},
+		{Method: "GET", Path: "/communities", AcceptEncoding: "gzip"},
+		{Method: "GET", Path: testWheel, Origin: "https://nemar.org"},
+	} {
+		var w fastpath.Response
+		if !s.AnswerFast(&r, &w) { // grows w's buffers once
+			t.Fatalf("%s: not answered", r.Path)
+		}
+		if allocs := testing.AllocsPerRun(100, func() { w.Reset(); s.AnswerFast(&r, &w) }); allocs > 0 {
+			t.Errorf("%s: %.0f allocations per answer, want 0", r.Path, allocs)
+		}
+	}
+}
