@@ -15,6 +15,7 @@ import (
 type Response struct {
 	header   []byte // the Answer's header lines, each ending in CRLF
 	body     []byte // not copied: it must stay unchanged until written (precomputed bytes)
+	sealed   *Sealed
 	status   int
 	sent     bool
 	deadline time.Duration // 0: the server's WriteTimeout
@@ -26,15 +27,17 @@ type Response struct {
 func (w *Response) Reset() {
 	w.header = w.header[:0]
 	w.body = nil
+	w.sealed = nil
 	w.status = 0
 	w.sent = false
 	w.deadline = 0
 }
 
-// Header adds one header line. A name or value holding a CR, a LF or a NUL is dropped rather
-// than written, so a value taken from the request can never split the answer.
+// Header adds one header line. An empty name, or a name or value holding a CR, a LF or a NUL,
+// is dropped rather than written, so a value taken from the request can never split the
+// answer.
 func (w *Response) Header(name, value string) {
-	if strings.ContainsAny(name, "\r\n\x00: ") || strings.ContainsAny(value, "\r\n\x00") {
+	if name == "" || strings.ContainsAny(name, "\r\n\x00: ") || strings.ContainsAny(value, "\r\n\x00") {
 		return
 	}
 	w.header = append(w.header, name...)
@@ -45,7 +48,7 @@ func (w *Response) Header(name, value string) {
 
 // HeaderBytes is Header with the value in bytes (copied).
 func (w *Response) HeaderBytes(name string, value []byte) {
-	if strings.ContainsAny(name, "\r\n\x00: ") || bytes.ContainsAny(value, "\r\n\x00") {
+	if name == "" || strings.ContainsAny(name, "\r\n\x00: ") || bytes.ContainsAny(value, "\r\n\x00") {
 		return
 	}
 	w.header = append(w.header, name...)
@@ -58,6 +61,13 @@ func (w *Response) HeaderBytes(name string, value []byte) {
 // that has a body; a HEAD gets the same head and no body.
 func (w *Response) Send(status int, body []byte) {
 	w.status, w.body, w.sent = status, body, true
+}
+
+// SendSealed is Send for a body that also has a sealed copy (Seal(body)), sent from it with
+// sendfile where the connection allows; f may be nil.
+func (w *Response) SendSealed(status int, body []byte, f *Sealed) {
+	w.Send(status, body)
+	w.sealed = f
 }
 
 // WriteTimeout gives this answer d to be written instead of the server's WriteTimeout (a large

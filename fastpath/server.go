@@ -228,12 +228,16 @@ func (s *Server) serveConn(nc net.Conn) {
 			handed = s.handOff(c)
 			return
 		}
+		s.answered.Add(1)
 		closing := c.req.Close || s.closing.Load()
 		err := c.write(s, closing)
 		c.req = Request{}
 		_, _ = c.br.Discard(n)
-		s.answered.Add(1)
-		if err != nil || closing {
+		if err != nil {
+			return
+		}
+		if closing {
+			closeWriteAndWait(nc)
 			return
 		}
 	}
@@ -243,8 +247,7 @@ func (s *Server) serveConn(nc net.Conn) {
 // of one has arrived. incomplete means the connection is done with (closed by the client, timed
 // out, or the server is shutting down).
 func (c *conn) readHead(s *Server) (verdict, int) {
-	now := time.Now()
-	c.setReadDeadline(now, now.Add(s.idleTimeout()))
+	c.setReadDeadline(time.Now(), s.idleTimeout())
 	// After the deadline is set: Shutdown sets closing, then a deadline in the past, so either
 	// this sees closing or that deadline ends the wait below.
 	if s.closing.Load() {
@@ -263,8 +266,7 @@ func (c *conn) readHead(s *Server) (verdict, int) {
 			}
 			if !started {
 				started = true
-				now := time.Now()
-				c.setReadDeadline(now, now.Add(s.headerTimeout()))
+				c.setReadDeadline(time.Now(), s.headerTimeout())
 			}
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
@@ -273,24 +275,30 @@ func (c *conn) readHead(s *Server) (verdict, int) {
 	}
 }
 
-// setReadDeadline sets the read deadline to t, unless the one set already falls within the
-// second before t: re-arming it on every request costs a timer update, and an idle or header
-// timeout that ends up to a second early changes nothing.
-func (c *conn) setReadDeadline(now, t time.Time) {
-	if c.rdl.After(t) || t.Sub(c.rdl) > time.Second || !c.rdl.After(now) {
+// setReadDeadline sets the read deadline d from now, unless the one set already falls a little
+// before that (within an eighth of d, at most a second): re-arming it on every request costs a
+// timer update, and a timeout that ends that little early changes nothing.
+func (c *conn) setReadDeadline(now time.Time, d time.Duration) {
+	if t := now.Add(d); rearm(c.rdl, now, t, d) {
 		c.rdl = t
 		_ = c.nc.SetReadDeadline(t)
 	}
 }
 
-func (c *conn) setWriteDeadline(now, t time.Time) {
-	if c.wdl.After(t) || t.Sub(c.wdl) > time.Second || !c.wdl.After(now) {
+func (c *conn) setWriteDeadline(now time.Time, d time.Duration) {
+	if t := now.Add(d); rearm(c.wdl, now, t, d) {
 		c.wdl = t
 		_ = c.nc.SetWriteDeadline(t)
 	}
 }
 
-// write sends the answer: the head and the body in one writev (the body only for a GET).
+// rearm reports whether a deadline set at old must move to t (d from now).
+func rearm(old, now, t time.Time, d time.Duration) bool {
+	return old.After(t) || t.Sub(old) > min(d/8, time.Second) || !old.After(now)
+}
+
+// write sends the answer: the head and the body in one writev, or the head and then sendfile
+// for a sealed body (the body only for a GET).
 func (c *conn) write(s *Server, closing bool) error {
 	now := time.Now()
 	if sec := now.Unix(); sec != c.dateSec || len(c.date) == 0 {
@@ -302,16 +310,35 @@ func (c *conn) write(s *Server, closing bool) error {
 	if c.resp.deadline > 0 {
 		d = c.resp.deadline
 	}
-	c.setWriteDeadline(now, now.Add(d))
+	c.setWriteDeadline(now, d)
+	withBody := len(c.resp.body) > 0 && !c.req.Head() && bodyAllowed(c.resp.status)
+	if withBody && c.resp.sealed != nil {
+		if ok, err := sendSealed(c.nc, c.resp.out, c.resp.sealed); ok {
+			return err
+		}
+	}
 	c.resp.vec[0] = c.resp.out
 	c.bufs = c.resp.vec[:1]
-	if len(c.resp.body) > 0 && !c.req.Head() && bodyAllowed(c.resp.status) {
+	if withBody {
 		c.resp.vec[1] = c.resp.body
 		c.bufs = c.resp.vec[:2]
 	}
 	_, err := c.bufs.WriteTo(c.nc)
 	c.resp.vec = [2][]byte{}
 	return err
+}
+
+// rstAvoidanceDelay is how long a connection closed after an answer lingers half-closed, as in
+// net/http: closing a socket with unread bytes (a request pipelined after Connection: close)
+// sends a reset, which may destroy the answer before the client has read it.
+const rstAvoidanceDelay = 500 * time.Millisecond
+
+// closeWriteAndWait ends the sending side, so the client reads the answer and then EOF, and
+// waits a little before the caller closes.
+func closeWriteAndWait(nc net.Conn) {
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		time.Sleep(rstAvoidanceDelay)
+	}
 }
 
 // handOff gives the connection, with the bytes read but not consumed, to net/http. It reports

@@ -1,6 +1,7 @@
 package routers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/fastpath"
 )
 
 // BenchmarkRoutes measures the server's own cost per request (routing, middleware, logging
@@ -111,8 +113,9 @@ func BenchmarkObserve(b *testing.B) {
 	}
 }
 
-// BenchmarkWrk serves the shipped communities over loopback with net/http, the request log
-// off, and drives each path with wrk (one op is one wrk run), so that
+// BenchmarkWrk serves the shipped communities over loopback through the fast path ahead of
+// net/http (as assistant serve does) and with net/http alone, the request log off, and drives
+// each path with wrk (one op is one wrk run), so that
 // `go test -cpuprofile` profiles the server under the load scripts/bench_http.sh puts on it.
 // It runs only with ASSISTANT_BENCH_WRK=1 and wrk on PATH:
 //
@@ -138,6 +141,15 @@ func BenchmarkWrk(b *testing.B) {
 	hs := &http.Server{Handler: s}
 	go func() { _ = hs.Serve(ln) }()
 	b.Cleanup(func() { _ = hs.Close() })
+	// What assistant serve runs: the fast path ahead of net/http.
+	fastLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fp := &fastpath.Server{Answer: s.AnswerFast, HTTP: &http.Server{Handler: s}}
+	go func() { _ = fp.Serve(fastLn) }()
+	b.Cleanup(func() { _ = fp.Shutdown(context.Background()) })
+	fast := fastLn.Addr().String()
 	// The floor: a bare net/http handler writing GET /nemar's gzip bytes with the same headers,
 	// no router, no middleware, no metrics.
 	nb := s.cat.Load().byID["nemar"].public
@@ -155,10 +167,13 @@ func BenchmarkWrk(b *testing.B) {
 	go func() { _ = floor.Serve(floorLn) }()
 	b.Cleanup(func() { _ = floor.Close() })
 	for _, tc := range []struct{ name, addr, path, accept string }{
-		{"nemar-gzip", ln.Addr().String(), "/nemar", "gzip"},
+		{"fast-nemar-gzip", fast, "/nemar", "gzip"},
+		{"fast-wheel", fast, "/nemar/runtime/nemar_tools-0.1.0-py3-none-any.whl", ""},
+		{"fast-communities-gzip", fast, "/communities", "gzip"},
+		{"net-http-nemar-gzip", ln.Addr().String(), "/nemar", "gzip"},
 		{"bare-net-http-nemar-gzip", floorLn.Addr().String(), "/nemar", "gzip"},
-		{"wheel", ln.Addr().String(), "/nemar/runtime/nemar_tools-0.1.0-py3-none-any.whl", ""},
-		{"communities-gzip", ln.Addr().String(), "/communities", "gzip"},
+		{"net-http-wheel", ln.Addr().String(), "/nemar/runtime/nemar_tools-0.1.0-py3-none-any.whl", ""},
+		{"net-http-communities-gzip", ln.Addr().String(), "/communities", "gzip"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var rps float64

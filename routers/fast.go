@@ -147,11 +147,12 @@ func (s *Server) fastBody(r *fastpath.Request, w *fastpath.Response, a *fastAnsw
 	var data []byte
 	var etag string
 	var enc *encoded
+	var sealed *fastpath.Sealed
 	if a.wheel != nil {
-		data, etag = a.wheel.data, a.wheel.etag[0]
+		data, etag, sealed = a.wheel.data, a.wheel.etag[0], a.wheel.sealed
 	} else {
 		enc = a.body.choose(r.AcceptEncoding)
-		data, etag = enc.data, enc.etag[0]
+		data, etag, sealed = enc.data, enc.etag[0], enc.sealed
 	}
 	w.Header("Etag", etag)
 	w.Header("Cache-Control", a.cacheControl[0])
@@ -174,7 +175,7 @@ func (s *Server) fastBody(r *fastpath.Request, w *fastpath.Response, a *fastAnsw
 			w.Header("Content-Encoding", enc.encoding[0])
 		}
 	}
-	w.Send(http.StatusOK, data)
+	w.SendSealed(http.StatusOK, data, sealed)
 	if r.Head() {
 		return http.StatusOK, 0
 	}
