@@ -93,7 +93,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		_ = ln.Close()
 		return ErrServerClosed
 	}
-	go func() { s.serveErr <- s.HTTP.Serve(s.handoff) }()
+	go func() {
+		err := s.HTTP.Serve(s.handoff)
+		_ = s.handoff.Close() // nothing may wait to hand a connection to a server that stopped
+		s.serveErr <- err
+	}()
 
 	var backoff time.Duration
 	for {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osc-assistant/assistant/config"
 )
@@ -84,6 +85,12 @@ func (s *Server) Reload(ctx context.Context) error {
 	s.metrics.reloaded(true)
 	s.log.Info("reloaded communities", slog.Int("communities", len(cat.ids)), slog.Duration("duration", time.Since(start)))
 	return nil
+}
+
+// Register adds a collector to GET /metrics after New: the fast path's counters, which exist
+// only once the server they count for does.
+func (s *Server) Register(c prometheus.Collector) error {
+	return s.metrics.reg.Register(c)
 }
 
 // toolsOff reports whether c's client tools are switched off right now.

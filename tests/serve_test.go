@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -310,5 +312,100 @@ func TestServerFallbackSessionThroughWorkers(t *testing.T) {
 	m, _ := io.ReadAll(resp.Body)
 	if !strings.Contains(string(m), "\nassistant_python_sessions_live 1\n") {
 		t.Errorf("/metrics does not count the live session interpreter")
+	}
+}
+
+// metricValue reads one unlabelled sample from GET /metrics, or -1 when it is absent.
+func metricValue(t *testing.T, url, name string) float64 {
+	t.Helper()
+	_, body := get(t, url+"/metrics")
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+// TestFastPathInTheBinary: assistant serve answers GET /{c} on the fast path and hands the
+// rest of a keep-alive connection to net/http after a request it does not answer (a POST with
+// a body), as /metrics counts; --fast-path off leaves everything to net/http. An idle
+// keep-alive connection does not hold up a graceful stop.
+func TestFastPathInTheBinary(t *testing.T) {
+	p := serve(t, nil, "--communities", "../communities")
+	c, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	roundTrip := func(req, method string) (*http.Response, string) {
+		t.Helper()
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, &http.Request{Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	const getNemar = "GET /nemar HTTP/1.1\r\nHost: x\r\n\r\n"
+	if resp, body := roundTrip(getNemar, "GET"); resp.StatusCode != 200 || !strings.Contains(body, `"id":"nemar"`) {
+		t.Fatalf("GET /nemar: %d %.80s", resp.StatusCode, body)
+	}
+	feedback := `{"community":"nemar","rating":"up"}`
+	resp, body := roundTrip("POST /feedback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+
+		strconv.Itoa(len(feedback))+"\r\n\r\n"+feedback, "POST")
+	if resp.StatusCode >= 500 || resp.StatusCode == 404 {
+		t.Fatalf("POST /feedback after a fast answer: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := roundTrip(getNemar, "GET"); resp.StatusCode != 200 || !strings.Contains(body, `"id":"nemar"`) {
+		t.Fatalf("GET /nemar after the hand-off: %d %.80s", resp.StatusCode, body)
+	}
+	if n := metricValue(t, p.url, "assistant_http_fast_answers_total"); n < 1 {
+		t.Errorf("fast answers %v, want at least 1", n)
+	}
+	if n := metricValue(t, p.url, "assistant_http_fast_handoffs_total"); n < 2 { // the POST's, and /metrics'
+		t.Errorf("hand-offs %v, want at least 2", n)
+	}
+
+	// An idle keep-alive connection of the fast path, then SIGTERM: the process still stops.
+	idle, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	if _, err := io.WriteString(idle, getNemar); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.ReadResponse(bufio.NewReader(idle), nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("idle connection's answer: %v", err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v; stderr:\n%s", err, p.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("an idle fast-path connection held up the stop")
+	}
+
+	off := serve(t, nil, "--communities", "../communities", "--fast-path", "off")
+	if code, body := get(t, off.url+"/nemar"); code != 200 || !strings.Contains(body, `"id":"nemar"`) {
+		t.Fatalf("--fast-path off: GET /nemar %d", code)
+	}
+	if n := metricValue(t, off.url, "assistant_http_fast_answers_total"); n != -1 {
+		t.Errorf("--fast-path off still counts fast answers: %v", n)
 	}
 }

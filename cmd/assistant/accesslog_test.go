@@ -42,3 +42,37 @@ func TestAccessLogFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathFlag: --fast-path and ASSISTANT_FAST_PATH take on or off, on by default; the
+// flag wins; anything else stops the start.
+func TestFastPathFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string // "on", "off", or "" for an error
+	}{
+		{nil, "", "on"},
+		{[]string{"--fast-path", "off"}, "", "off"},
+		{nil, "OFF", "off"},
+		{[]string{"--fast-path", "on"}, "off", "on"},
+		{[]string{"--fast-path", "maybe"}, "", ""},
+		{nil, "1", ""},
+	} {
+		getenv := func(k string) string {
+			if k == "ASSISTANT_FAST_PATH" {
+				return tc.env
+			}
+			return ""
+		}
+		s, err := parseServe(tc.args, getenv, io.Discard)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("%v, env %q: no error", tc.args, tc.env)
+			}
+			continue
+		}
+		if err != nil || s.fastPath != (tc.want == "on") {
+			t.Errorf("%v, env %q: fast path %v, %v; want %s", tc.args, tc.env, s.fastPath, err, tc.want)
+		}
+	}
+}

@@ -387,7 +387,20 @@ func newFront(hs *http.Server, srv *routers.Server, fast bool, log *slog.Logger)
 	if !fast {
 		return hs
 	}
-	return &fastpath.Server{Answer: srv.AnswerFast, HTTP: hs, Log: log}
+	fp := &fastpath.Server{Answer: srv.AnswerFast, HTTP: hs, Log: log}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "assistant_http_fast_answers_total",
+			Help: "Requests the fast path answered ahead of net/http (GET /{c}, /communities, wheels, logos)."},
+			func() float64 { n, _ := fp.Stats(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "assistant_http_fast_handoffs_total",
+			Help: "Connections the fast path handed to net/http (a request it does not answer)."},
+			func() float64 { _, n := fp.Stats(); return float64(n) }),
+	} {
+		if err := srv.Register(c); err != nil {
+			log.Warn("fast path metrics", slog.Any("error", err))
+		}
+	}
+	return fp
 }
 
 // displayAddr turns a listen address into one a person can open: the unspecified address
