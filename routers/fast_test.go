@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -349,5 +350,67 @@ func TestAnswerFastAllocs(t *testing.T) {
 		if allocs := testing.AllocsPerRun(100, func() { w.Reset(); s.AnswerFast(&r, &w) }); allocs > 0 {
 			t.Errorf("%s: %.0f allocations per answer, want 0", r.Path, allocs)
 		}
+	}
+}
+
+// TestFastPathAllocsOverTheWire: 20,000 keep-alive requests for GET /nemar through the fast
+// path over a real connection, request log off, allocate nothing per request in the process
+// (the client reads into a fixed buffer).
+func TestFastPathAllocsOverTheWire(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	al, _ := ParseAccessLog("off")
+	s, err := New(Deps{Settings: Settings{DefaultModel: "scripted/demo", AccessLog: al}, Getenv: func(string) string { return "" }, Communities: newTestServer(t).deps.Communities})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := &fastpath.Server{Answer: s.AnswerFast, HTTP: &http.Server{Handler: s}}
+	go func() { _ = fp.Serve(ln) }()
+	t.Cleanup(func() { _ = fp.Shutdown(t.Context()) })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := []byte("GET /nemar HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nOrigin: https://nemar.org\r\n\r\n")
+	want := len(s.cat.Load().byID["nemar"].public.gzip.data)
+	buf := make([]byte, 64<<10)
+	one := func() {
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		// The head and the body: read until the body's last byte is in.
+		n := 0
+		for {
+			m, err := c.Read(buf[n:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += m
+			if end := bytes.Index(buf[:n], []byte("\r\n\r\n")); end >= 0 && n-end-4 >= want {
+				return
+			}
+		}
+	}
+	for range 1000 {
+		one()
+	}
+	const n = 20000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		one()
+	}
+	runtime.ReadMemStats(&after)
+	if per := float64(after.Mallocs-before.Mallocs) / n; per > 0.05 {
+		t.Errorf("%.2f allocations per request, want none", per)
+	}
+	if answered, _ := fp.Stats(); answered < n {
+		t.Errorf("the fast path answered %d of %d", answered, n)
 	}
 }
