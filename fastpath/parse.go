@@ -52,8 +52,9 @@ var endOfHead = []byte("\r\n\r\n")
 func parse(b []byte, r *Request) (verdict, int) {
 	end := bytes.Index(b, endOfHead)
 	if end < 0 {
-		// A bare LF ends lines for net/http; this parser would wait for a CRLF forever.
-		if bareLF(b) {
+		// A bare LF ends lines for net/http; this parser would wait for a CRLF forever. Any
+		// method but GET and HEAD is net/http's at once, not after its head has arrived.
+		if bareLF(b) || !methodPrefix(b) {
 			return refuse, 0
 		}
 		return incomplete, 0
@@ -120,6 +121,17 @@ func parse(b []byte, r *Request) (verdict, int) {
 		return refuse, 0
 	}
 	return complete, n
+}
+
+// methodPrefix reports whether b could begin "GET " or "HEAD ".
+func methodPrefix(b []byte) bool {
+	for _, m := range []string{"GET ", "HEAD "} {
+		n := min(len(b), len(m))
+		if string(b[:n]) == m[:n] {
+			return true
+		}
+	}
+	return false
 }
 
 // cutLine splits b after its first CRLF; b holds whole lines.

@@ -29,6 +29,10 @@ func TestParse(t *testing.T) {
 		{"no end yet", "GET /nemar HTTP/1.1\r\nHost: exa", incomplete, Request{}},
 		{"a CR waiting for its LF", "GET /nemar HTTP/1.1\r", incomplete, Request{}},
 		{"empty", "", incomplete, Request{}},
+		{"a GET begun", "GE", incomplete, Request{}},
+		{"a HEAD begun", "HEAD /x", incomplete, Request{}},
+		{"a POST begun: net/http's at once", "POST /nemar/chat HTTP/1.1\r\nHost: x\r\nContent-Le", refuse, Request{}},
+		{"a P: net/http's at once", "P", refuse, Request{}},
 
 		{"bare LF", "GET /nemar HTTP/1.1\nHost: x\n\n", refuse, Request{}},
 		{"bare LF before the end arrives", "GET /nemar HTTP/1.1\nHo", refuse, Request{}},

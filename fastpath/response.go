@@ -19,7 +19,9 @@ type Response struct {
 	status   int
 	sent     bool
 	deadline time.Duration // 0: the server's WriteTimeout
-	out      []byte        // the head as written: status line, Date, framing, header
+	began    time.Time     // when the head was read and Answer called
+	tag      string
+	out      []byte // the head as written: status line, Date, framing, header
 	vec      [2][]byte
 }
 
@@ -30,6 +32,7 @@ func (w *Response) Reset() {
 	w.sealed = nil
 	w.status = 0
 	w.sent = false
+	w.tag = ""
 	w.deadline = 0
 }
 
@@ -69,6 +72,31 @@ func (w *Response) SendSealed(status int, body []byte, f *Sealed) {
 	w.Send(status, body)
 	w.sealed = f
 }
+
+// HeaderValue is the value of the first header line named name (as written, case and all)
+// that the Answer added, copied, or "".
+func (w *Response) HeaderValue(name string) string {
+	for rest := w.header; len(rest) > 0; {
+		line, more, _ := bytes.Cut(rest, []byte("\r\n"))
+		rest = more
+		if k, v, ok := bytes.Cut(line, []byte(": ")); ok && string(k) == name {
+			return string(v)
+		}
+	}
+	return ""
+}
+
+// Began is when the request's head had been read and Answer was called.
+func (w *Response) Began() time.Time { return w.began }
+
+// Status is the status Send set.
+func (w *Response) Status() int { return w.status }
+
+// SetTag keeps a string of the Answer's (a route's name) for Sent, without allocating.
+func (w *Response) SetTag(tag string) { w.tag = tag }
+
+// Tag is what SetTag kept.
+func (w *Response) Tag() string { return w.tag }
 
 // WriteTimeout gives this answer d to be written instead of the server's WriteTimeout (a large
 // file to a slow client).

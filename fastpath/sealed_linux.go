@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -51,17 +52,18 @@ func Seal(data []byte) *Sealed {
 
 // sendSealed writes head, then the sealed body, on nc: the head with MSG_MORE so that it
 // leaves in the body's first segment, the body with sendfile from offset 0 (pread-like, so
-// answers on many connections share the one file). It returns false, having written nothing,
-// when nc is not a socket it can reach.
-func sendSealed(nc net.Conn, head []byte, f *Sealed) (bool, error) {
+// answers on many connections share the one file), returning the bytes of body sent. It
+// returns false, having written nothing, when nc is not a socket it can reach.
+func sendSealed(nc net.Conn, head []byte, f *Sealed) (bool, int64, error) {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
-		return false, nil
+		return false, 0, nil
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false, nil
+		return false, 0, nil
 	}
+	sealedSends.Add(1)
 	var off int64
 	var werr error
 	err = rc.Write(func(fd uintptr) bool {
@@ -97,7 +99,10 @@ func sendSealed(nc net.Conn, head []byte, f *Sealed) (bool, error) {
 	})
 	runtime.KeepAlive(f)
 	if werr != nil {
-		return true, werr
+		return true, off, werr
 	}
-	return true, err
+	return true, off, err
 }
+
+// sealedSends counts the answers sent with sendfile, for the tests.
+var sealedSends atomic.Uint64

@@ -64,6 +64,7 @@ func TestSealedAnswers(t *testing.T) {
 			return next(r, w)
 		}
 	})
+	sendsBefore := sealedSends.Load()
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -87,6 +88,9 @@ func TestSealedAnswers(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if n := sealedSends.Load() - sendsBefore; n != 8*5 {
+		t.Errorf("%d answers went with sendfile, want %d (one per GET)", n, 8*5)
+	}
 	if answered, handed := ts.s.Stats(); answered != 8*5*3 || handed != 0 {
 		t.Errorf("stats %d answered, %d handed off; want %d, 0", answered, handed, 8*5*3)
 	}

@@ -19,13 +19,18 @@ import (
 const headBuffer = 4 << 10
 
 // Server answers what Answer accepts and hands everything else to HTTP. Set the fields, then
-// call Serve; the zero timeouts take HTTP's ReadHeaderTimeout and IdleTimeout (or 10 s and
-// 2 min when those are unset) and 150 s for writes.
+// call Serve. Reading a request follows HTTP's ReadHeaderTimeout (from the connection's start,
+// or from a later request's first byte) and IdleTimeout (between requests), as net/http does;
+// writing an answer is bounded by WriteTimeout (150 s when zero).
 type Server struct {
 	// Answer fills w for r and returns true, or returns false to leave the request, and the
 	// connection from then on, to HTTP. It runs on the connection's goroutine and must not keep
 	// r's strings or w past its return.
 	Answer func(r *Request, w *Response) bool
+	// Sent, when set, is called after an answer was written (or failed to be), with the bytes
+	// of body that reached the socket: for the metrics and the request log, which must count
+	// the transfer. r and w are those Answer had.
+	Sent func(r *Request, w *Response, written int64, err error)
 	// HTTP serves every connection handed to it, on a listener of its own that Serve starts.
 	HTTP *http.Server
 	// WriteTimeout bounds writing one answer.
@@ -49,18 +54,20 @@ func (s *Server) Stats() (answered, handedOff uint64) {
 	return s.answered.Load(), s.handed.Load()
 }
 
+// headerTimeout and idleTimeout are net/http's: ReadHeaderTimeout and IdleTimeout, each falling
+// back to ReadTimeout; zero is none.
 func (s *Server) headerTimeout() time.Duration {
-	if s.HTTP != nil && s.HTTP.ReadHeaderTimeout > 0 {
+	if s.HTTP.ReadHeaderTimeout > 0 {
 		return s.HTTP.ReadHeaderTimeout
 	}
-	return 10 * time.Second
+	return s.HTTP.ReadTimeout
 }
 
 func (s *Server) idleTimeout() time.Duration {
-	if s.HTTP != nil && s.HTTP.IdleTimeout > 0 {
+	if s.HTTP.IdleTimeout > 0 {
 		return s.HTTP.IdleTimeout
 	}
-	return 2 * time.Minute
+	return s.HTTP.ReadTimeout
 }
 
 func (s *Server) writeTimeout() time.Duration {
@@ -122,40 +129,54 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 		}
 		backoff = 0
-		go s.serveConn(nc)
+		// Registered here, under the lock Shutdown takes to set closing, so that Shutdown
+		// waits for every connection accepted before it, and none accepted after it is served.
+		s.mu.Lock()
+		if s.closing.Load() {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return ErrServerClosed
+		}
+		c := newConn(nc)
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		go s.serveConn(c)
 	}
 }
 
 // Shutdown stops accepting, ends the fast path's idle connections, lets the answers being
-// written finish, then shuts HTTP down (which waits for its own connections). It may be called
-// again, for instance with a later deadline after a first one expired.
+// written and the hand-offs under way finish, then shuts HTTP down, which serves what was
+// handed to it and waits for its own connections. It may be called again, for instance with a
+// later deadline after a first one expired.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.closing.Store(true)
 	s.mu.Lock()
+	s.closing.Store(true)
 	ln := s.ln
 	s.mu.Unlock()
 	if ln != nil {
 		_ = ln.Close()
 	}
-	s.wakeConns()
-	err := s.HTTP.Shutdown(ctx)
+	// The fast path's connections first: one that read a request it leaves to net/http must
+	// still find the hand-off listener open.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		s.wakeConns()
 		s.mu.Lock()
 		n := len(s.conns)
 		s.mu.Unlock()
 		if n == 0 {
-			return err
+			break
 		}
 		select {
 		case <-ctx.Done():
 			s.closeConns()
+			_ = s.HTTP.Shutdown(ctx)
 			return ctx.Err()
 		case <-tick.C:
-			s.wakeConns()
 		}
 	}
+	return s.HTTP.Shutdown(ctx)
 }
 
 // wakeConns makes every fast-path connection blocked on a read return at once; each then sees
@@ -185,6 +206,7 @@ type conn struct {
 	resp     Response
 	bufs     net.Buffers
 	rdl, wdl time.Time // the deadlines last set
+	started  bool      // an answer was written: later requests wait under the idle timeout
 	dateSec  int64
 	date     []byte
 }
@@ -193,17 +215,20 @@ var connPool = sync.Pool{New: func() any {
 	return &conn{resp: Response{header: make([]byte, 0, 512), out: make([]byte, 0, 1024)}, date: make([]byte, 0, 32)}
 }}
 
-func (s *Server) serveConn(nc net.Conn) {
+func newConn(nc net.Conn) *conn {
 	c := connPool.Get().(*conn)
 	c.nc = nc
+	c.started = false
 	if c.br == nil {
 		c.br = bufio.NewReaderSize(nc, headBuffer)
 	} else {
 		c.br.Reset(nc)
 	}
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
+	return c
+}
+
+func (s *Server) serveConn(c *conn) {
+	nc := c.nc
 	handed := false
 	defer func() {
 		if r := recover(); r != nil && s.Log != nil {
@@ -228,13 +253,18 @@ func (s *Server) serveConn(nc net.Conn) {
 			return // closed, timed out, or shutting down
 		}
 		c.resp.Reset()
+		c.resp.began = time.Now()
 		if v == refuse || !s.Answer(&c.req, &c.resp) || !c.resp.sent {
 			handed = s.handOff(c)
 			return
 		}
 		s.answered.Add(1)
 		closing := c.req.Close || s.closing.Load()
-		err := c.write(s, closing)
+		written, err := c.write(s, closing)
+		if s.Sent != nil {
+			s.Sent(&c.req, &c.resp, written, err)
+		}
+		c.started = true
 		c.req = Request{}
 		_, _ = c.br.Discard(n)
 		if err != nil {
@@ -247,11 +277,17 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 }
 
-// readHead waits for a whole head under the idle timeout, then the header timeout once part
-// of one has arrived. incomplete means the connection is done with (closed by the client, timed
+// readHead waits for a whole head: for a connection's first request under the header timeout,
+// for a later one under the idle timeout and then the header timeout once part of it arrived. incomplete means the connection is done with (closed by the client, timed
 // out, or the server is shutting down).
 func (c *conn) readHead(s *Server) (verdict, int) {
-	c.setReadDeadline(time.Now(), s.idleTimeout())
+	// A connection's first request has the header timeout from the start, as in net/http;
+	// between requests the idle timeout runs until the next one begins.
+	wait := s.headerTimeout()
+	if c.started {
+		wait = s.idleTimeout()
+	}
+	c.setReadDeadline(time.Now(), wait)
 	// After the deadline is set: Shutdown sets closing, then a deadline in the past, so either
 	// this sees closing or that deadline ends the wait below.
 	if s.closing.Load() {
@@ -268,7 +304,7 @@ func (c *conn) readHead(s *Server) (verdict, int) {
 			if len(buf) == c.br.Size() {
 				return refuse, 0 // too large for the fast path; net/http reads on
 			}
-			if !started {
+			if !started && c.started {
 				started = true
 				c.setReadDeadline(time.Now(), s.headerTimeout())
 			}
@@ -283,6 +319,13 @@ func (c *conn) readHead(s *Server) (verdict, int) {
 // before that (within an eighth of d, at most a second): re-arming it on every request costs a
 // timer update, and a timeout that ends that little early changes nothing.
 func (c *conn) setReadDeadline(now time.Time, d time.Duration) {
+	if d <= 0 { // no timeout
+		if !c.rdl.IsZero() {
+			c.rdl = time.Time{}
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		return
+	}
 	if t := now.Add(d); rearm(c.rdl, now, t, d) {
 		c.rdl = t
 		_ = c.nc.SetReadDeadline(t)
@@ -302,8 +345,8 @@ func rearm(old, now, t time.Time, d time.Duration) bool {
 }
 
 // write sends the answer: the head and the body in one writev, or the head and then sendfile
-// for a sealed body (the body only for a GET).
-func (c *conn) write(s *Server, closing bool) error {
+// for a sealed body (the body only for a GET). It returns how many bytes of body were sent.
+func (c *conn) write(s *Server, closing bool) (int64, error) {
 	now := time.Now()
 	if sec := now.Unix(); sec != c.dateSec || len(c.date) == 0 {
 		c.dateSec = sec
@@ -317,8 +360,8 @@ func (c *conn) write(s *Server, closing bool) error {
 	c.setWriteDeadline(now, d)
 	withBody := len(c.resp.body) > 0 && !c.req.Head() && bodyAllowed(c.resp.status)
 	if withBody && c.resp.sealed != nil {
-		if ok, err := sendSealed(c.nc, c.resp.out, c.resp.sealed); ok {
-			return err
+		if ok, n, err := sendSealed(c.nc, c.resp.out, c.resp.sealed); ok {
+			return n, err
 		}
 	}
 	c.resp.vec[0] = c.resp.out
@@ -327,9 +370,9 @@ func (c *conn) write(s *Server, closing bool) error {
 		c.resp.vec[1] = c.resp.body
 		c.bufs = c.resp.vec[:2]
 	}
-	_, err := c.bufs.WriteTo(c.nc)
+	n, err := c.bufs.WriteTo(c.nc)
 	c.resp.vec = [2][]byte{}
-	return err
+	return max(n-int64(len(c.resp.out)), 0), err
 }
 
 // rstAvoidanceDelay is how long a connection closed after an answer lingers half-closed, as in
@@ -354,6 +397,10 @@ func (s *Server) handOff(c *conn) bool {
 	if c.br.Buffered() == 0 {
 		bc.r = nil
 	}
+	// No longer the fast path's: Shutdown must not set deadlines on it or close it.
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
 	if !s.handoff.give(bc) {
 		return false
 	}

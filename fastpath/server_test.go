@@ -784,8 +784,12 @@ func TestDribbledHead(t *testing.T) {
 func TestTimeouts(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	const bound = 5 * time.Second
-	t.Run("idle, new connection", func(t *testing.T) {
-		ts := svStart(t, func(s *Server) { s.HTTP.IdleTimeout = timeout })
+	t.Run("a new connection has the header timeout, not the idle one", func(t *testing.T) {
+		// As in net/http: a connection that sends nothing is closed after ReadHeaderTimeout.
+		ts := svStart(t, func(s *Server) {
+			s.HTTP.ReadHeaderTimeout = timeout
+			s.HTTP.IdleTimeout = time.Hour
+		})
 		c := ts.dial(t)
 		c.expectClosed(bound)
 	})
@@ -819,9 +823,10 @@ func TestTimeouts(t *testing.T) {
 		c.expectClosed(bound)
 	})
 	t.Run("idle timeout counts from the last answer", func(t *testing.T) {
-		// Requests 250 ms apart never leave the connection idle for its 400 ms, so the
-		// fast path must not close it, as net/http would not.
-		ts := svStart(t, func(s *Server) { s.HTTP.IdleTimeout = 400 * time.Millisecond })
+		// Requests 250 ms apart never leave the connection idle for its second, so the
+		// fast path must not close it, as net/http would not (the deadline may be re-armed up
+		// to an eighth of the timeout early: 125 ms).
+		ts := svStart(t, func(s *Server) { s.HTTP.IdleTimeout = time.Second })
 		c := ts.dial(t)
 		for i := range 3 {
 			if i > 0 {
@@ -830,7 +835,7 @@ func TestTimeouts(t *testing.T) {
 			c.write(svGet("/fast?i=" + strconv.Itoa(i)))
 			resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
 			if err != nil {
-				t.Fatalf("request %d, %v after the previous answer (idle timeout 400ms): %v",
+				t.Fatalf("request %d, %v after the previous answer (idle timeout 1s): %v",
 					i, 250*time.Millisecond, err)
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
@@ -1197,4 +1202,57 @@ func svWorker(addr string, g, n int) (answered, handed uint64, err error) {
 		}
 	}
 	return answered, handed, nil
+}
+
+// TestSentCountsTheWrite: Sent comes after the write with the bytes of body that reached the
+// socket: all of them for a reader that reads, fewer and an error for one that leaves.
+func TestSentCountsTheWrite(t *testing.T) {
+	type sent struct {
+		path    string
+		status  int
+		written int64
+		err     error
+	}
+	got := make(chan sent, 8)
+	big := bytes.Repeat([]byte("x"), 16<<20) // far more than the socket buffers hold
+	ts := svStart(t, func(s *Server) {
+		next := s.Answer
+		s.Answer = func(r *Request, w *Response) bool {
+			if r.Path == "/huge" {
+				w.SetTag("huge")
+				w.Send(http.StatusOK, big)
+				return true
+			}
+			return next(r, w)
+		}
+		s.Sent = func(r *Request, w *Response, written int64, err error) {
+			got <- sent{r.Path, w.Status(), written, err}
+		}
+	})
+	c := ts.dial(t)
+	c.write(svGet("/fast") + svReq("HEAD", "/fast"))
+	c.read("GET")
+	c.read("HEAD")
+	for _, want := range []sent{{"/fast", 200, int64(len(svFastBody)), nil}, {"/fast", 200, 0, nil}} {
+		if s := <-got; s != want {
+			t.Errorf("Sent %+v, want %+v", s, want)
+		}
+	}
+	// A client that asks for 16 MB and leaves: the write fails, Sent says so.
+	gone := ts.dial(t)
+	gone.write(svGet("/huge"))
+	head := make([]byte, 1)
+	if _, err := io.ReadFull(gone.br, head); err != nil {
+		t.Fatal(err)
+	}
+	_ = gone.nc.(*net.TCPConn).SetLinger(0)
+	_ = gone.nc.Close()
+	select {
+	case s := <-got:
+		if s.path != "/huge" || s.err == nil || s.written >= int64(len(big)) {
+			t.Errorf("Sent for a client that left: %+v, want an error and fewer than %d bytes", s, len(big))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Sent for a failed write")
+	}
 }

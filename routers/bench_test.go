@@ -146,7 +146,7 @@ func BenchmarkWrk(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fp := &fastpath.Server{Answer: s.AnswerFast, HTTP: &http.Server{Handler: s}}
+	fp := &fastpath.Server{Answer: s.AnswerFast, Sent: s.SentFast, HTTP: &http.Server{Handler: s}}
 	go func() { _ = fp.Serve(fastLn) }()
 	b.Cleanup(func() { _ = fp.Shutdown(context.Background()) })
 	fast := fastLn.Addr().String()

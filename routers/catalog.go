@@ -25,7 +25,7 @@ const maxLogoBytes = 1 << 20
 var logoNames = []string{"logo.svg", "logo.png", "logo.jpg", "logo.jpeg", "logo.webp"}
 
 // catalog is everything the handlers serve, computed once per (re)load. It is never modified
-// after newCatalog returns.
+// once it is served (sealCatalog adds the sealed copies before).
 type catalog struct {
 	byID        map[string]*community
 	ids         []string

@@ -2,10 +2,13 @@ package routers
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/osc-assistant/assistant/fastpath"
 )
@@ -92,9 +95,8 @@ func (s *Server) findFast(path string) (fastAnswer, bool) {
 }
 
 // AnswerFast is the fast path's Answer: it answers r as the echo route would, or returns false
-// to leave r to it.
+// to leave r to it. SentFast records the answer once written.
 func (s *Server) AnswerFast(r *fastpath.Request, w *fastpath.Response) bool {
-	start := time.Now()
 	a, ok := s.findFast(r.Path)
 	if !ok {
 		return false
@@ -125,25 +127,33 @@ func (s *Server) AnswerFast(r *fastpath.Request, w *fastpath.Response) bool {
 	if a.svg {
 		w.Header("Content-Security-Policy", svgCSP[0])
 	}
-	status, size := s.fastBody(r, w, &a)
-	s.metrics.observe(a.route, r.Method, status, time.Since(start))
-	if s.deps.Settings.AccessLog.records(status) {
-		s.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
-			slog.String("request_id", string(id)),
-			slog.String("method", r.Method),
-			slog.String("route", a.route),
-			slog.String("path", r.Path),
-			slog.Int("status", status),
-			slog.Duration("duration", time.Since(start)),
-			slog.Int64("bytes", size),
-		)
-	}
+	s.fastBody(r, w, &a)
+	w.SetTag(a.route)
 	return true
 }
 
-// fastBody adds the body's headers and sends it (or 304), returning the status and the bytes
-// of body the request log counts.
-func (s *Server) fastBody(r *fastpath.Request, w *fastpath.Response, a *fastAnswer) (int, int64) {
+// SentFast is the fast path's Sent: the metrics and the request log line of an answer, as
+// observe records them, timed to the end of the write and counting the bytes of body written.
+func (s *Server) SentFast(r *fastpath.Request, w *fastpath.Response, written int64, _ error) {
+	d := time.Since(w.Began())
+	status := w.Status()
+	s.metrics.observe(w.Tag(), r.Method, status, d)
+	if !s.deps.Settings.AccessLog.records(status) {
+		return
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+		slog.String("request_id", w.HeaderValue("X-Request-Id")),
+		slog.String("method", r.Method),
+		slog.String("route", w.Tag()),
+		slog.String("path", strings.Clone(r.Path)), // r.Path is a view of the read buffer
+		slog.Int("status", status),
+		slog.Duration("duration", d),
+		slog.Int64("bytes", written),
+	)
+}
+
+// fastBody adds the body's headers and sends it, or 304.
+func (s *Server) fastBody(r *fastpath.Request, w *fastpath.Response, a *fastAnswer) {
 	var data []byte
 	var etag string
 	var enc *encoded
@@ -161,7 +171,7 @@ func (s *Server) fastBody(r *fastpath.Request, w *fastpath.Response, a *fastAnsw
 	}
 	if r.IfNoneMatch != "" && etagMatches(r.IfNoneMatch, etag) {
 		w.Send(http.StatusNotModified, nil)
-		return http.StatusNotModified, 0
+		return
 	}
 	switch {
 	case a.wheel != nil:
@@ -176,8 +186,63 @@ func (s *Server) fastBody(r *fastpath.Request, w *fastpath.Response, a *fastAnsw
 		}
 	}
 	w.SendSealed(http.StatusOK, data, sealed)
-	if r.Head() {
-		return http.StatusOK, 0
+}
+
+// sealer keeps one sealed copy per distinct large body across catalogs, so a reload seals only
+// the bodies that changed, and a wheel every reload shares (the lock cache) has one file. An
+// entry lives while some catalog holds its copy; its file closes when the last one is garbage.
+type sealer struct {
+	mu sync.Mutex
+	m  map[[32]byte]weak.Pointer[fastpath.Sealed]
+}
+
+func (sl *sealer) seal(data []byte) *fastpath.Sealed {
+	if len(data) < fastpath.MinSealed {
+		return nil
 	}
-	return http.StatusOK, int64(len(data))
+	sum := sha256.Sum256(data)
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if f := sl.m[sum].Value(); f != nil {
+		return f
+	}
+	for k, p := range sl.m {
+		if p.Value() == nil {
+			delete(sl.m, k)
+		}
+	}
+	f := fastpath.Seal(data)
+	if f == nil {
+		return nil
+	}
+	if sl.m == nil {
+		sl.m = map[[32]byte]weak.Pointer[fastpath.Sealed]{}
+	}
+	sl.m[sum] = weak.Make(f)
+	return f
+}
+
+// sealCatalog gives the large bodies of cat their sealed copies, when the fast path serves
+// them.
+func (s *Server) sealCatalog(cat *catalog) {
+	if !s.deps.Settings.FastPath {
+		return
+	}
+	sealBody := func(b *body) {
+		b.identity.sealed = s.sealer.seal(b.identity.data)
+		if b.gzip != nil {
+			b.gzip.sealed = s.sealer.seal(b.gzip.data)
+		}
+	}
+	sealBody(&cat.communities)
+	for _, cc := range cat.byID {
+		sealBody(&cc.public)
+		sealBody(&cc.plain)
+		if cc.logo != nil {
+			sealBody(&cc.logo.body)
+		}
+		for _, w := range cc.wheels {
+			w.sealed = s.sealer.seal(w.data)
+		}
+	}
 }

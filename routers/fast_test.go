@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/fastpath"
 )
@@ -68,7 +66,7 @@ type fastPair struct {
 func newFastPair(t *testing.T, base string, getenv func(string) string) *fastPair {
 	t.Helper()
 	p := &fastPair{log: &syncBuffer{}}
-	srv, err := New(Deps{Settings: Settings{BasePath: base, Deployment: config.Production, DefaultModel: "scripted/demo"},
+	srv, err := New(Deps{Settings: Settings{BasePath: base, Deployment: config.Production, DefaultModel: "scripted/demo", FastPath: true},
 		Logger: slog.New(slog.NewJSONHandler(p.log, nil)), Getenv: getenv, Communities: newTestServer(t).deps.Communities})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +80,7 @@ func newFastPair(t *testing.T, base string, getenv func(string) string) *fastPai
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.fp = &fastpath.Server{Answer: srv.AnswerFast, HTTP: &http.Server{Handler: srv}}
+	p.fp = &fastpath.Server{Answer: srv.AnswerFast, Sent: srv.SentFast, HTTP: &http.Server{Handler: srv}}
 	hs := &http.Server{Handler: srv}
 	go func() { _ = p.fp.Serve(lf) }()
 	go func() { _ = hs.Serve(ls) }()
@@ -223,11 +221,14 @@ func TestFastPathMatchesEcho(t *testing.T) {
 					}
 					req := c.method + " " + path + " HTTP/1.1\r\nHost: x\r\n" + strings.Join(append(headers, ""), "\r\n") + "\r\n"
 					before, _ := p.fp.Stats()
+					c0 := requestCounts(t, p.srv)
 					got, gotBody := rawAnswer(t, p.fast, req)
 					after, _ := p.fp.Stats()
 					gotLog := p.log.takeRequest()
+					c1 := requestCounts(t, p.srv)
 					want, wantBody := rawAnswer(t, p.std, req)
 					wantLog := p.log.takeRequest()
+					c2 := requestCounts(t, p.srv)
 					if answered := after > before; answered != fast {
 						t.Errorf("answered by the fast path: %v, want %v", answered, fast)
 					}
@@ -248,16 +249,53 @@ func TestFastPathMatchesEcho(t *testing.T) {
 					if !equalJSON(gl, wl) {
 						t.Errorf("log line\n %v\nwant\n %v", gl, wl)
 					}
-					// Both answers were counted under the same series: two more requests.
+					// Each answer was counted once, under the same series.
 					route, _ := wl["route"].(string)
-					status := strconv.Itoa(want.StatusCode)
-					if n := testutil.ToFloat64(p.srv.metrics.requests.WithLabelValues(route, c.method, status)); n < 2 {
-						t.Errorf("metrics: %v requests on (%s %s %s), want both", n, route, c.method, status)
+					series := route + " " + c.method + " " + strconv.Itoa(want.StatusCode)
+					if d := countDiff(c0, c1); len(d) != 1 || d[series] != 1 {
+						t.Errorf("metrics for the fast path's answer: %v, want %s +1", d, series)
+					}
+					if d := countDiff(c1, c2); len(d) != 1 || d[series] != 1 {
+						t.Errorf("metrics for echo's answer: %v, want %s +1", d, series)
 					}
 				})
 			}
 		})
 	}
+}
+
+// requestCounts reads assistant_http_requests_total by "route method status".
+func requestCounts(t *testing.T, s *Server) map[string]float64 {
+	t.Helper()
+	mfs, err := s.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "assistant_http_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			out[l["route"]+" "+l["method"]+" "+l["status"]] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// countDiff is what changed from a to b.
+func countDiff(a, b map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range b {
+		if v != a[k] {
+			d[k] = v - a[k]
+		}
+	}
+	return d
 }
 
 func etagIn(headers []string) bool {
@@ -327,8 +365,8 @@ func equalJSON(a, b map[string]any) bool {
 	return bytes.Equal(x, y)
 }
 
-// TestAnswerFastAllocs: with the request log off, answering GET /{c} on the fast path
-// allocates nothing.
+// TestAnswerFastAllocs: with the request log off, answering GET /{c} on the fast path and
+// recording it allocates nothing.
 func TestAnswerFastAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -347,7 +385,11 @@ func TestAnswerFastAllocs(t *testing.T) {
 		if !s.AnswerFast(&r, &w) { // grows w's buffers once
 			t.Fatalf("%s: not answered", r.Path)
 		}
-		if allocs := testing.AllocsPerRun(100, func() { w.Reset(); s.AnswerFast(&r, &w) }); allocs > 0 {
+		if allocs := testing.AllocsPerRun(100, func() {
+			w.Reset()
+			s.AnswerFast(&r, &w)
+			s.SentFast(&r, &w, 100, nil)
+		}); allocs > 0 {
 			t.Errorf("%s: %.0f allocations per answer, want 0", r.Path, allocs)
 		}
 	}
@@ -369,7 +411,7 @@ func TestFastPathAllocsOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp := &fastpath.Server{Answer: s.AnswerFast, HTTP: &http.Server{Handler: s}}
+	fp := &fastpath.Server{Answer: s.AnswerFast, Sent: s.SentFast, HTTP: &http.Server{Handler: s}}
 	go func() { _ = fp.Serve(ln) }()
 	t.Cleanup(func() { _ = fp.Shutdown(t.Context()) })
 	c, err := net.Dial("tcp", ln.Addr().String())
@@ -412,5 +454,47 @@ func TestFastPathAllocsOverTheWire(t *testing.T) {
 	}
 	if answered, _ := fp.Stats(); answered < n {
 		t.Errorf("the fast path answered %d of %d", answered, n)
+	}
+}
+
+// TestSealCatalog: with the fast path on, bodies of 64 KB or more get a sealed copy, one per
+// distinct body however many catalogs (reloads) hold it; small bodies and a server without
+// the fast path get none.
+func TestSealCatalog(t *testing.T) {
+	big := bytes.Repeat([]byte(`{"id":"x"},`), 10_000) // 110 KB, gzips small
+	wheel := bytes.Repeat([]byte{0x50, 0x4b, 3, 4, 9}, 20_000)
+	newCat := func() *catalog {
+		return &catalog{
+			communities: newBody("application/json", big, true),
+			byID: map[string]*community{"c": {
+				public: newBody("application/json", []byte(`{"small":true}`), true),
+				wheels: map[string]*wheelFile{"w.whl": newWheelFile(wheel, "ab")},
+			}},
+		}
+	}
+	on := &Server{deps: Deps{Settings: Settings{FastPath: true}}}
+	a, b := newCat(), newCat()
+	on.sealCatalog(a)
+	on.sealCatalog(b)
+	if a.communities.identity.sealed == nil || a.byID["c"].wheels["w.whl"].sealed == nil {
+		t.Fatal("a large body or wheel was not sealed")
+	}
+	if a.communities.gzip == nil || a.communities.gzip.sealed != nil || a.byID["c"].public.identity.sealed != nil {
+		t.Error("a body under 64 KB was sealed")
+	}
+	if a.communities.identity.sealed != b.communities.identity.sealed || a.byID["c"].wheels["w.whl"].sealed != b.byID["c"].wheels["w.whl"].sealed {
+		t.Error("a second catalog of the same bytes sealed them again")
+	}
+	other := newCat()
+	other.communities = newBody("application/json", append(bytes.Clone(big), ' '), true)
+	on.sealCatalog(other)
+	if other.communities.identity.sealed == a.communities.identity.sealed {
+		t.Error("different bytes shared a sealed copy")
+	}
+	off := &Server{}
+	c := newCat()
+	off.sealCatalog(c)
+	if c.communities.identity.sealed != nil || c.byID["c"].wheels["w.whl"].sealed != nil {
+		t.Error("sealed without the fast path")
 	}
 }

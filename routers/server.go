@@ -24,6 +24,7 @@ type Server struct {
 	cat       atomic.Pointer[catalog]
 	metrics   *metrics
 	fast      fastRoutes
+	sealer    sealer
 	// reloadMu makes reloads take turns; requests never wait on it.
 	reloadMu sync.Mutex
 }
@@ -41,6 +42,7 @@ func New(deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.sealCatalog(cat)
 	s.cat.Store(cat)
 	s.metrics.communities(cat)
 	s.metrics.reloaded(true)
@@ -80,6 +82,7 @@ func (s *Server) Reload(ctx context.Context) error {
 		s.metrics.reloaded(false)
 		return ErrReloadFailed
 	}
+	s.sealCatalog(cat)
 	s.cat.Store(cat)
 	s.metrics.communities(cat)
 	s.metrics.reloaded(true)

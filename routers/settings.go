@@ -33,6 +33,9 @@ type Settings struct {
 	TrustedProxies []*net.IPNet
 	// AccessLog says which requests are logged (ParseAccessLog); the zero value logs all.
 	AccessLog AccessLog
+	// FastPath says the listener runs the fast path (AnswerFast): bodies of 64 KB or more then
+	// get a sealed copy it sends with sendfile. Without it nothing is sealed.
+	FastPath bool
 }
 
 // Deps is everything the server is built from.

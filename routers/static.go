@@ -26,7 +26,7 @@ type encoded struct {
 	etag     []string         // `"<hash>"`, or `"<hash>-gzip"` for the gzip variant
 	length   []string         // Content-Length
 	encoding []string         // Content-Encoding; nil for identity
-	sealed   *fastpath.Sealed // a copy the fast path sends with sendfile; nil for small bodies
+	sealed   *fastpath.Sealed // a copy the fast path sends with sendfile (sealCatalog); nil for small bodies
 }
 
 // body is a precomputed response body: the identity bytes and, when it is smaller, a gzip
@@ -49,7 +49,7 @@ func newBody(contentType string, data []byte, compress bool) body {
 	tag := hex.EncodeToString(sum[:16])
 	b := body{
 		contentType: []string{contentType},
-		identity:    encoded{data: data, etag: []string{`"` + tag + `"`}, length: []string{strconv.Itoa(len(data))}, sealed: fastpath.Seal(data)},
+		identity:    encoded{data: data, etag: []string{`"` + tag + `"`}, length: []string{strconv.Itoa(len(data))}},
 	}
 	if compress && len(data) >= minGzip {
 		var buf bytes.Buffer
@@ -58,7 +58,7 @@ func newBody(contentType string, data []byte, compress bool) body {
 		_ = zw.Close()
 		if buf.Len() < len(data) {
 			z := bytes.Clone(buf.Bytes())
-			b.gzip = &encoded{data: z, etag: []string{`"` + tag + `-gzip"`}, length: []string{strconv.Itoa(len(z))}, encoding: gzipEncoding, sealed: fastpath.Seal(z)}
+			b.gzip = &encoded{data: z, etag: []string{`"` + tag + `-gzip"`}, length: []string{strconv.Itoa(len(z))}, encoding: gzipEncoding}
 		}
 	}
 	return b
@@ -234,11 +234,11 @@ type wheelFile struct {
 	data   []byte
 	etag   []string // `"<sha256>"`
 	length []string
-	sealed *fastpath.Sealed
+	sealed *fastpath.Sealed // as encoded.sealed
 }
 
 func newWheelFile(data []byte, sha256hex string) *wheelFile {
-	return &wheelFile{data: data, etag: []string{`"` + sha256hex + `"`}, length: []string{strconv.Itoa(len(data))}, sealed: fastpath.Seal(data)}
+	return &wheelFile{data: data, etag: []string{`"` + sha256hex + `"`}, length: []string{strconv.Itoa(len(data))}}
 }
 
 // serveWheel answers for a wheel: 304 on If-None-Match, a single Range as 206 (or 416), the

@@ -280,7 +280,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		Settings: routers.Settings{
 			BasePath: s.basePath, Deployment: dep, CORSOrigins: origins, AdminKey: s.adminKey,
 			DefaultModel: s.defaultModel, ResolveModel: models.DefaultModel, Version: version, Commit: commit,
-			RateLimits: rl, TrustedProxies: trusted, AccessLog: s.accessLog,
+			RateLimits: rl, TrustedProxies: trusted, AccessLog: s.accessLog, FastPath: s.fastPath,
 		},
 		Logger:      log,
 		Getenv:      getenv,
@@ -387,7 +387,7 @@ func newFront(hs *http.Server, srv *routers.Server, fast bool, log *slog.Logger)
 	if !fast {
 		return hs
 	}
-	fp := &fastpath.Server{Answer: srv.AnswerFast, HTTP: hs, Log: log}
+	fp := &fastpath.Server{Answer: srv.AnswerFast, Sent: srv.SentFast, HTTP: hs, Log: log}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "assistant_http_fast_answers_total",
 			Help: "Requests the fast path answered ahead of net/http (GET /{c}, /communities, wheels, logos)."},
