@@ -1256,3 +1256,47 @@ func TestSentCountsTheWrite(t *testing.T) {
 		t.Fatal("no Sent for a failed write")
 	}
 }
+
+// TestShutdownHandsOverADeclinedRequest: a request the fast path has read and then leaves to
+// net/http while Shutdown runs is still handed over and answered, not dropped: the fast
+// path's connections drain before net/http shuts its listener.
+func TestShutdownHandsOverADeclinedRequest(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	ts := svStart(t, func(s *Server) {
+		next := s.Answer
+		s.Answer = func(r *Request, w *Response) bool {
+			if r.Path == "/slow-decline" {
+				close(entered)
+				<-release
+				return false
+			}
+			return next(r, w)
+		}
+	})
+	c := ts.dial(t)
+	c.write(svGet("/slow-decline"))
+	<-entered
+	done := make(chan error, 1)
+	go func() { done <- ts.s.Shutdown(context.Background()) }()
+	// Shutdown has begun once the listener refuses new connections.
+	eventually(t, "the listener to close", func() bool {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err == nil {
+			_ = nc.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) while a request was being read", err)
+	default:
+	}
+	close(release)
+	resp, body := c.read("GET")
+	if resp.Header.Get("X-Served-By") != "net/http" || resp.StatusCode != http.StatusOK {
+		t.Fatalf("answer %d %q by %q, want net/http's", resp.StatusCode, body, resp.Header.Get("X-Served-By"))
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
