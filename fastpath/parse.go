@@ -73,54 +73,56 @@ func parse(b []byte, r *Request) (verdict, int) {
 	for len(rest) > 0 {
 		line, rest = cutLine(rest)
 		name, value, ok := headerLine(line)
-		if !ok {
+		if !ok || !r.header(name, value, &hosts) {
 			return refuse, 0
 		}
-		var slot *string
-		switch {
-		case equalFold(name, "host"):
-			hosts++
-			if !validHost(value) {
-				return refuse, 0
-			}
-			continue
-		case equalFold(name, "accept-encoding"):
-			slot = &r.AcceptEncoding
-		case equalFold(name, "if-none-match"):
-			slot = &r.IfNoneMatch
-		case equalFold(name, "origin"):
-			slot = &r.Origin
-		case equalFold(name, "x-request-id"):
-			slot = &r.RequestID
-		case equalFold(name, "connection"):
-			switch {
-			case equalFold(value, "close"):
-				if r.Close {
-					return refuse, 0
-				}
-				r.Close = true
-			case equalFold(value, "keep-alive"):
-			default:
-				return refuse, 0 // upgrade, several tokens, …: net/http's call
-			}
-			continue
-		case equalFold(name, "content-length"), equalFold(name, "transfer-encoding"),
-			equalFold(name, "expect"), equalFold(name, "upgrade"), equalFold(name, "trailer"),
-			equalFold(name, "range"), equalFold(name, "if-range"), equalFold(name, "http2-settings"):
-			return refuse, 0
-		default:
-			continue
-		}
-		if *slot != "" || len(value) == 0 {
-			// Sent twice (or empty, which net/http keeps apart from absent): net/http's call.
-			return refuse, 0
-		}
-		*slot = str(value)
 	}
 	if hosts != 1 {
 		return refuse, 0
 	}
 	return complete, n
+}
+
+// header takes one header line into r, counting Host lines in hosts; false refuses the request.
+func (r *Request) header(name, value []byte, hosts *int) bool {
+	var slot *string
+	switch {
+	case equalFold(name, "host"):
+		*hosts++
+		return validHost(value)
+	case equalFold(name, "accept-encoding"):
+		slot = &r.AcceptEncoding
+	case equalFold(name, "if-none-match"):
+		slot = &r.IfNoneMatch
+	case equalFold(name, "origin"):
+		slot = &r.Origin
+	case equalFold(name, "x-request-id"):
+		slot = &r.RequestID
+	case equalFold(name, "connection"):
+		switch {
+		case equalFold(value, "close"):
+			if r.Close {
+				return false
+			}
+			r.Close = true
+			return true
+		case equalFold(value, "keep-alive"):
+			return true
+		}
+		return false // upgrade, several tokens, …: net/http's call
+	case equalFold(name, "content-length"), equalFold(name, "transfer-encoding"),
+		equalFold(name, "expect"), equalFold(name, "upgrade"), equalFold(name, "trailer"),
+		equalFold(name, "range"), equalFold(name, "if-range"), equalFold(name, "http2-settings"):
+		return false
+	default:
+		return true
+	}
+	if *slot != "" || len(value) == 0 {
+		// Sent twice (or empty, which net/http keeps apart from absent): net/http's call.
+		return false
+	}
+	*slot = str(value)
+	return true
 }
 
 // methodPrefix reports whether b could begin "GET " or "HEAD ".

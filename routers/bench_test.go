@@ -98,11 +98,7 @@ func BenchmarkCORSCommunities(b *testing.B) {
 // BenchmarkObserve is GET /nemar (gzip) with the request log off, writing to a ResponseWriter
 // that keeps nothing: what the server itself allocates per request.
 func BenchmarkObserve(b *testing.B) {
-	al, _ := ParseAccessLog("off")
-	s, err := New(Deps{Settings: Settings{DefaultModel: "scripted/demo", AccessLog: al}, Getenv: func(string) string { return "" }, Communities: newTestServer(b).deps.Communities})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := newQuietServer(b)
 	req := httptest.NewRequest(http.MethodGet, "/nemar", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	w := &discardWriter{h: http.Header{}}

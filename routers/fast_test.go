@@ -365,17 +365,24 @@ func equalJSON(a, b map[string]any) bool {
 	return bytes.Equal(x, y)
 }
 
+// newQuietServer is the shipped communities with the request log off.
+func newQuietServer(t testing.TB) *Server {
+	t.Helper()
+	al, _ := ParseAccessLog("off")
+	s, err := New(Deps{Settings: Settings{DefaultModel: "scripted/demo", AccessLog: al}, Getenv: func(string) string { return "" }, Communities: newTestServer(t).deps.Communities})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestAnswerFastAllocs: with the request log off, answering GET /{c} on the fast path and
 // recording it allocates nothing.
 func TestAnswerFastAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	al, _ := ParseAccessLog("off")
-	s, err := New(Deps{Settings: Settings{DefaultModel: "scripted/demo", AccessLog: al}, Getenv: func(string) string { return "" }, Communities: newTestServer(t).deps.Communities})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newQuietServer(t)
 	for _, r := range []fastpath.Request{
 		{Method: "GET", Path: "/nemar", AcceptEncoding: "gzip", Origin: "https://nemar.org"},
 		{Method: "GET", Path: "/communities", AcceptEncoding: "gzip"},
@@ -402,11 +409,7 @@ func TestFastPathAllocsOverTheWire(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	al, _ := ParseAccessLog("off")
-	s, err := New(Deps{Settings: Settings{DefaultModel: "scripted/demo", AccessLog: al}, Getenv: func(string) string { return "" }, Communities: newTestServer(t).deps.Communities})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newQuietServer(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -279,11 +279,7 @@ func TestObserveAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	al, _ := ParseAccessLog("off")
-	s, err := New(Deps{Settings: Settings{DefaultModel: "scripted/demo", AccessLog: al}, Getenv: func(string) string { return "" }, Communities: newTestServer(t).deps.Communities})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newQuietServer(t)
 	req := httptest.NewRequest(http.MethodGet, "/nemar", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	w := &discardWriter{h: http.Header{}}

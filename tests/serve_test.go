@@ -216,9 +216,9 @@ func TestSIGHUPReload(t *testing.T) {
 	})
 }
 
-// TestGracefulShutdown: SIGTERM ends the process with status 0.
-func TestGracefulShutdown(t *testing.T) {
-	p := serve(t, nil, "--communities", "../communities")
+// stop sends SIGTERM and waits (20 s at most) for the process to end with status 0.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +232,12 @@ func TestGracefulShutdown(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("did not stop")
 	}
+}
+
+// TestGracefulShutdown: SIGTERM ends the process with status 0.
+func TestGracefulShutdown(t *testing.T) {
+	p := serve(t, nil, "--communities", "../communities")
+	p.stop(t)
 	if !strings.Contains(p.stderr.String(), `"msg":"stopped"`) {
 		t.Errorf("no stop log:\n%s", p.stderr)
 	}
@@ -387,19 +393,7 @@ func TestFastPathInTheBinary(t *testing.T) {
 	if resp, err := http.ReadResponse(bufio.NewReader(idle), nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("idle connection's answer: %v", err)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v; stderr:\n%s", err, p.stderr)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("an idle fast-path connection held up the stop")
-	}
+	p.stop(t) // an idle fast-path connection must not hold it up
 
 	off := serve(t, nil, "--communities", "../communities", "--fast-path", "off")
 	if code, body := get(t, off.url+"/nemar"); code != 200 || !strings.Contains(body, `"id":"nemar"`) {
