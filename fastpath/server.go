@@ -39,6 +39,7 @@ type Server struct {
 	Log *slog.Logger
 
 	answered, handed atomic.Uint64
+	linger           time.Duration // rstAvoidanceDelay when zero; tests shorten it
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -271,7 +272,7 @@ func (s *Server) serveConn(c *conn) {
 			return
 		}
 		if closing {
-			closeWriteAndWait(nc)
+			s.closeWriteAndWait(nc)
 			return
 		}
 	}
@@ -382,9 +383,13 @@ const rstAvoidanceDelay = 500 * time.Millisecond
 
 // closeWriteAndWait ends the sending side, so the client reads the answer and then EOF, and
 // waits a little before the caller closes.
-func closeWriteAndWait(nc net.Conn) {
+func (s *Server) closeWriteAndWait(nc net.Conn) {
 	if cw, ok := nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
-		time.Sleep(rstAvoidanceDelay)
+		d := rstAvoidanceDelay
+		if s.linger > 0 {
+			d = s.linger
+		}
+		time.Sleep(d)
 	}
 }
 
