@@ -16,5 +16,10 @@
 // fast path were not there, and keeps the connection from then on. The parser is fuzzed against
 // net/http's own (http.ReadRequest): whatever it accepts, net/http reads the same way.
 //
+// Why not a library server in front of everything (fasthttp): its net/http adaptor reads every
+// request body into memory before the handler runs, which would undo the uploads' bounded,
+// streamed reading, and its parser would then front the chat routes too. Here net/http stays
+// the server of everything but five GET routes.
+//
 // It knows nothing of routes: the Answer function (routers.Server.AnswerFast) decides.
 package fastpath
