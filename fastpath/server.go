@@ -43,6 +43,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	giving   int // connections out of conns, not yet taken by net/http
 	ln       net.Listener
 	handoff  *handoff
 	closing  atomic.Bool
@@ -157,18 +158,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if ln != nil {
 		_ = ln.Close()
 	}
-	// The fast path's connections first: one that read a request it leaves to net/http must
-	// still find the hand-off listener open.
+	// First every connection that may still hand a request to net/http: one reading a head or
+	// deciding on it, or being handed over. They must find the hand-off listener open. Those
+	// writing an answer will not hand anything over: net/http's shutdown starts beside them,
+	// so a slow reader of a large answer does not keep net/http's idle connections open.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for !s.onlyWriting() {
 		s.wakeConns()
-		s.mu.Lock()
-		n := len(s.conns)
-		s.mu.Unlock()
-		if n == 0 {
-			break
-		}
 		select {
 		case <-ctx.Done():
 			s.closeConns()
@@ -177,7 +174,40 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-	return s.HTTP.Shutdown(ctx)
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- s.HTTP.Shutdown(ctx) }()
+	for {
+		s.wakeConns()
+		s.mu.Lock()
+		n := len(s.conns)
+		s.mu.Unlock()
+		if n == 0 {
+			return <-httpDone
+		}
+		select {
+		case <-ctx.Done():
+			s.closeConns()
+			<-httpDone
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// onlyWriting reports whether no fast-path connection can hand a request to net/http any more:
+// each is writing an answer (or lingering after one), and no hand-off is under way.
+func (s *Server) onlyWriting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.giving > 0 {
+		return false
+	}
+	for c := range s.conns {
+		if !c.writing.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // wakeConns makes every fast-path connection blocked on a read return at once; each then sees
@@ -206,8 +236,9 @@ type conn struct {
 	req      Request
 	resp     Response
 	bufs     net.Buffers
-	rdl, wdl time.Time // the deadlines last set
-	started  bool      // an answer was written: later requests wait under the idle timeout
+	rdl, wdl time.Time   // the deadlines last set
+	started  bool        // an answer was written: later requests wait under the idle timeout
+	writing  atomic.Bool // writing an answer or closing after one: it will hand nothing off
 	dateSec  int64
 	date     []byte
 }
@@ -231,10 +262,8 @@ func newConn(nc net.Conn) *conn {
 func (s *Server) serveConn(c *conn) {
 	nc := c.nc
 	handed := false
+	// Two defers: the clean-up runs even if logging the panic panics too.
 	defer func() {
-		if r := recover(); r != nil && s.Log != nil {
-			s.Log.Error("panic in the fast path", slog.Any("error", r), slog.String("stack", string(debug.Stack())))
-		}
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
@@ -246,7 +275,13 @@ func (s *Server) serveConn(c *conn) {
 		}
 		c.nc, c.rdl, c.wdl, c.req, c.bufs = nil, time.Time{}, time.Time{}, Request{}, nil
 		c.resp.Reset()
+		c.writing.Store(false)
 		connPool.Put(c)
+	}()
+	defer func() {
+		if r := recover(); r != nil && s.Log != nil {
+			s.Log.Error("panic in the fast path", slog.Any("error", r), slog.String("stack", string(debug.Stack())))
+		}
 	}()
 	for {
 		v, n := c.readHead(s)
@@ -260,6 +295,7 @@ func (s *Server) serveConn(c *conn) {
 			return
 		}
 		s.answered.Add(1)
+		c.writing.Store(true)
 		closing := c.req.Close || s.closing.Load()
 		written, err := c.write(s, closing)
 		if s.Sent != nil {
@@ -275,6 +311,7 @@ func (s *Server) serveConn(c *conn) {
 			s.closeWriteAndWait(nc)
 			return
 		}
+		c.writing.Store(false)
 	}
 }
 
@@ -311,6 +348,12 @@ func (c *conn) readHead(s *Server) (verdict, int) {
 			}
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
+			// A head cut short by the header timeout gets net/http's answer to that, a 400,
+			// from net/http itself: handed over, it meets the same expired deadline (handOff).
+			var ne net.Error
+			if len(buf) > 0 && errors.As(err, &ne) && ne.Timeout() && !s.closing.Load() {
+				return refuse, 0
+			}
 			return incomplete, 0
 		}
 	}
@@ -396,24 +439,38 @@ func (s *Server) closeWriteAndWait(nc net.Conn) {
 // handOff gives the connection, with the bytes read but not consumed, to net/http. It reports
 // whether net/http took it (false once shutting down: the caller closes it).
 func (s *Server) handOff(c *conn) bool {
-	// net/http sets its own deadlines as it reads; clear ours so a stale one cannot cut it off.
-	// (So a GET whose head outgrows the 4 KB buffer slowly has up to two header timeouts in
-	// all; any other method is handed off from its first bytes.)
+	// net/http sets its own deadlines as it reads; clear ours so a stale one cannot cut it off,
+	// but let its first one (the header timeout) end no later than ours would have, so a head
+	// that began under the fast path's header timeout gets no second one.
+	limit := c.rdl
 	_ = c.nc.SetDeadline(time.Time{})
-	bc := &bufferedConn{Conn: c.nc, r: c.br}
+	bc := &bufferedConn{Conn: c.nc, r: c.br, limit: limit}
 	if c.br.Buffered() == 0 {
 		bc.r = nil
 	}
-	// No longer the fast path's: Shutdown must not set deadlines on it or close it.
+	// No longer the fast path's: Shutdown must not set deadlines on it or close it, but must
+	// wait for net/http to have it.
 	s.mu.Lock()
 	delete(s.conns, c)
+	s.giving++
 	s.mu.Unlock()
-	if !s.handoff.give(bc) {
+	if testHookBeforeGive != nil {
+		testHookBeforeGive()
+	}
+	ok := s.handoff.give(bc)
+	s.mu.Lock()
+	s.giving--
+	s.mu.Unlock()
+	if !ok {
 		return false
 	}
 	s.handed.Add(1)
 	return true
 }
+
+// testHookBeforeGive, when set by a test, runs between a connection leaving conns and
+// net/http taking it.
+var testHookBeforeGive func()
 
 // handoff is the listener HTTP serves: its connections are the ones the fast path gave up.
 type handoff struct {
@@ -456,7 +513,19 @@ func (h *handoff) give(c net.Conn) bool {
 // bufferedConn is a connection whose first bytes are still in the fast path's buffer.
 type bufferedConn struct {
 	net.Conn
-	r *bufio.Reader // nil once drained
+	r     *bufio.Reader // nil once drained
+	limit time.Time     // the latest net/http's first read deadline may be; zero for none
+}
+
+// SetReadDeadline passes net/http's deadlines on, the first no later than limit.
+func (c *bufferedConn) SetReadDeadline(t time.Time) error {
+	if !c.limit.IsZero() {
+		if t.IsZero() || t.After(c.limit) {
+			t = c.limit
+		}
+		c.limit = time.Time{}
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) {

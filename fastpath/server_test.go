@@ -242,6 +242,44 @@ func (c *svClient) expectClosed(within time.Duration) {
 	}
 }
 
+// readToClose reads until the server ends the connection and returns what it sent.
+func (c *svClient) readToClose(within time.Duration) string {
+	c.t.Helper()
+	_ = c.nc.SetReadDeadline(time.Now().Add(within))
+	rest, err := io.ReadAll(c.br)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.t.Fatalf("the server did not close the connection within %v", within)
+	}
+	return string(rest)
+}
+
+// netHTTPAloneTimesOut is what net/http alone sends, until it closes, to a client that sends
+// partial and then waits past its header timeout.
+func netHTTPAloneTimesOut(t *testing.T, timeout time.Duration, partial string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{ReadHeaderTimeout: timeout, Handler: http.NotFoundHandler()}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(nc, partial); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func svGet(path string, headers ...string) string {
 	return svReq("GET", path, headers...)
 }
@@ -808,20 +846,29 @@ func TestTimeouts(t *testing.T) {
 		c.netHTTP("GET")
 		c.expectClosed(bound)
 	})
-	t.Run("header", func(t *testing.T) {
-		ts := svStart(t, func(s *Server) { s.HTTP.ReadHeaderTimeout = timeout })
-		c := ts.dial(t)
-		c.write("GET /fast HTTP/1.1\r\nHost: x\r\n")
-		c.expectClosed(bound)
-	})
-	t.Run("header after an answer", func(t *testing.T) {
-		ts := svStart(t, func(s *Server) { s.HTTP.ReadHeaderTimeout = timeout })
-		c := ts.dial(t)
-		c.write(svGet("/fast"))
-		c.fast()
-		c.write("GET /fast HTTP/1.1\r\nHo")
-		c.expectClosed(bound)
-	})
+	// A head cut short by the header timeout: what the client gets before the close is what
+	// net/http alone sends it (nothing, or a 400, depending on where the head was cut).
+	for _, partial := range []string{"GET /fast HTTP/1.1\r\nHost: x\r\n", "GET /fast HTTP/1.1\r\nHo", "GE"} {
+		want := netHTTPAloneTimesOut(t, timeout, partial)
+		t.Run("header "+strconv.Quote(partial), func(t *testing.T) {
+			ts := svStart(t, func(s *Server) { s.HTTP.ReadHeaderTimeout = timeout })
+			c := ts.dial(t)
+			c.write(partial)
+			if got := c.readToClose(bound); got != want {
+				t.Errorf("got %q before the close, net/http alone sends %q", got, want)
+			}
+		})
+		t.Run("header after an answer "+strconv.Quote(partial), func(t *testing.T) {
+			ts := svStart(t, func(s *Server) { s.HTTP.ReadHeaderTimeout = timeout })
+			c := ts.dial(t)
+			c.write(svGet("/fast"))
+			c.fast()
+			c.write(partial)
+			if got := c.readToClose(bound); got != want {
+				t.Errorf("got %q before the close, net/http alone sends %q", got, want)
+			}
+		})
+	}
 	t.Run("idle timeout counts from the last answer", func(t *testing.T) {
 		// Requests 250 ms apart never leave the connection idle for its second, so the
 		// fast path must not close it, as net/http would not (the deadline may be re-armed up
@@ -1258,8 +1305,8 @@ func TestSentCountsTheWrite(t *testing.T) {
 }
 
 // TestShutdownHandsOverADeclinedRequest: a request the fast path has read and then leaves to
-// net/http while Shutdown runs is still handed over and answered, not dropped: the fast
-// path's connections drain before net/http shuts its listener.
+// net/http while Shutdown runs is still handed over, not dropped by the fast path: its
+// connections drain before net/http shuts its listener.
 func TestShutdownHandsOverADeclinedRequest(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	ts := svStart(t, func(s *Server) {
@@ -1292,11 +1339,113 @@ func TestShutdownHandsOverADeclinedRequest(t *testing.T) {
 	default:
 	}
 	close(release)
-	resp, body := c.read("GET")
-	if resp.Header.Get("X-Served-By") != "net/http" || resp.StatusCode != http.StatusOK {
-		t.Fatalf("answer %d %q by %q, want net/http's", resp.StatusCode, body, resp.Header.Get("X-Served-By"))
-	}
+	checkHandedDuringShutdown(t, ts, c, done)
+}
+
+// checkHandedDuringShutdown: the connection went to net/http (the fast path did not close it
+// itself), and Shutdown ended cleanly. What net/http then does is its own rule: it serves a
+// request it finished reading before its Shutdown began and drops one it finishes after,
+// as it does without the fast path; so the client gets net/http's answer or the close.
+func checkHandedDuringShutdown(t *testing.T, ts *svServer, c *svClient, done chan error) {
+	t.Helper()
 	if err := <-done; err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
+	if _, handed := ts.s.Stats(); handed != 1 {
+		t.Fatalf("%d connections handed to net/http, want 1", handed)
+	}
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
+	if err == nil && resp.Header.Get("X-Served-By") != "net/http" {
+		t.Fatalf("answer %d from %q, want net/http's", resp.StatusCode, resp.Header.Get("X-Served-By"))
+	}
+}
+
+// TestShutdownWaitsForAHandOffUnderWay: a connection between leaving the fast path and being
+// taken by net/http is waited for, so net/http gets it rather than a closed listener.
+func TestShutdownWaitsForAHandOffUnderWay(t *testing.T) {
+	inGive := make(chan struct{})
+	testHookBeforeGive = func() {
+		close(inGive)
+		time.Sleep(100 * time.Millisecond) // Shutdown polls meanwhile
+	}
+	t.Cleanup(func() { testHookBeforeGive = nil })
+	ts := svStart(t, nil)
+	c := ts.dial(t)
+	c.write(svGet("/other"))
+	<-inGive
+	done := make(chan error, 1)
+	go func() { done <- ts.s.Shutdown(context.Background()) }()
+	checkHandedDuringShutdown(t, ts, c, done)
+}
+
+// TestShutdownDoesNotWaitForSlowWriters: a client that does not read a large fast answer does
+// not keep net/http from shutting down: its idle connection is closed at once, not when the
+// slow writer's deadline or the shutdown's context ends.
+func TestShutdownDoesNotWaitForSlowWriters(t *testing.T) {
+	huge := bytes.Repeat([]byte("y"), 64<<20) // more than the socket buffers hold
+	ts := svStart(t, func(s *Server) {
+		next := s.Answer
+		s.Answer = func(r *Request, w *Response) bool {
+			if r.Path == "/huge" {
+				w.Send(http.StatusOK, huge)
+				return true
+			}
+			return next(r, w)
+		}
+	})
+	slow := ts.dial(t)
+	slow.write(svGet("/huge")) // and never read
+	idle := ts.dial(t)
+	idle.write(svGet("/other"))
+	idle.netHTTP("GET")
+	ts.waitStats(t, 1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ts.s.Shutdown(ctx) }()
+	// net/http closes its idle connection while the slow answer is still being written.
+	idle.expectClosed(5 * time.Second)
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) with an answer still being written", err)
+	default:
+	}
+	_ = slow.nc.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// TestHandOffKeepsTheHeaderBudget: a first request whose first byte comes late and is not a
+// GET is handed to net/http with what is left of the header timeout, not a fresh one.
+func TestHandOffKeepsTheHeaderBudget(t *testing.T) {
+	const timeout = time.Second
+	ts := svStart(t, func(s *Server) { s.HTTP.ReadHeaderTimeout = timeout })
+	c := ts.dial(t)
+	start := time.Now()
+	time.Sleep(800 * time.Millisecond)
+	c.write("P") // a POST begun, then nothing
+	// net/http answers a head cut short by its timeout with a 400 and closes.
+	resp, _ := c.read("GET")
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("status %d, want net/http's 400", resp.StatusCode)
+	}
+	c.expectClosed(5 * time.Second)
+	// Closed at the first timeout (1 s), not 800 ms + a second one (1.8 s).
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("closed after %v: the hand-off gave net/http a second header timeout", d)
+	}
+}
+
+// TestHeaderTimeoutAnswersLikeNetHTTP: a GET head cut short by the header timeout gets what
+// net/http sends then, a 400 and the close, at the first timeout.
+func TestHeaderTimeoutAnswersLikeNetHTTP(t *testing.T) {
+	ts := svStart(t, func(s *Server) { s.HTTP.ReadHeaderTimeout = 300 * time.Millisecond })
+	c := ts.dial(t)
+	c.write("GET /fast HTTP/1.1\r\nHo")
+	resp, _ := c.read("GET")
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("X-Served-By") != "" {
+		t.Errorf("status %d from %q, want net/http's own 400", resp.StatusCode, resp.Header.Get("X-Served-By"))
+	}
+	c.expectClosed(5 * time.Second)
 }
