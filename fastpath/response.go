@@ -49,16 +49,9 @@ func (w *Response) Header(name, value string) {
 	w.header = append(w.header, "\r\n"...)
 }
 
-// HeaderBytes is Header with the value in bytes (copied).
-func (w *Response) HeaderBytes(name string, value []byte) {
-	if name == "" || strings.ContainsAny(name, "\r\n\x00: ") || bytes.ContainsAny(value, "\r\n\x00") {
-		return
-	}
-	w.header = append(w.header, name...)
-	w.header = append(w.header, ": "...)
-	w.header = append(w.header, value...)
-	w.header = append(w.header, "\r\n"...)
-}
+// HeaderBytes is Header with the value in bytes, copied (a view, so that a caller's buffer on
+// its stack stays there).
+func (w *Response) HeaderBytes(name string, value []byte) { w.Header(name, str(value)) }
 
 // Send sets the status and the body (nil for none). Content-Length is len(body) for a status
 // that has a body; a HEAD gets the same head and no body.

@@ -316,8 +316,9 @@ func (s *Server) serveConn(c *conn) {
 }
 
 // readHead waits for a whole head: for a connection's first request under the header timeout,
-// for a later one under the idle timeout and then the header timeout once part of it arrived. incomplete means the connection is done with (closed by the client, timed
-// out, or the server is shutting down).
+// for a later one under the idle timeout and then the header timeout once part of it arrived.
+// incomplete means the connection is done with (closed by the client, timed out, or the
+// server is shutting down).
 func (c *conn) readHead(s *Server) (verdict, int) {
 	// A connection's first request has the header timeout from the start, as in net/http;
 	// between requests the idle timeout runs until the next one begins.
@@ -331,7 +332,7 @@ func (c *conn) readHead(s *Server) (verdict, int) {
 	if s.closing.Load() {
 		return incomplete, 0
 	}
-	started := false
+	headerArmed := !c.started // a first request is under the header timeout already
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
 		if len(buf) > 0 {
@@ -342,8 +343,8 @@ func (c *conn) readHead(s *Server) (verdict, int) {
 			if len(buf) == c.br.Size() {
 				return refuse, 0 // too large for the fast path; net/http reads on
 			}
-			if !started && c.started {
-				started = true
+			if !headerArmed {
+				headerArmed = true
 				c.setReadDeadline(time.Now(), s.headerTimeout())
 			}
 		}
@@ -445,9 +446,6 @@ func (s *Server) handOff(c *conn) bool {
 	limit := c.rdl
 	_ = c.nc.SetDeadline(time.Time{})
 	bc := &bufferedConn{Conn: c.nc, r: c.br, limit: limit}
-	if c.br.Buffered() == 0 {
-		bc.r = nil
-	}
 	// No longer the fast path's: Shutdown must not set deadlines on it or close it, but must
 	// wait for net/http to have it.
 	s.mu.Lock()

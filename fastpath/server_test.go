@@ -1059,13 +1059,15 @@ func TestResponseHeaderUnit(t *testing.T) {
 	w.Header("C\n", "1")
 	w.HeaderBytes("D", []byte("2"))
 	w.HeaderBytes("E", []byte("x\ny"))
+	w.Header("", "nameless")
+	w.Header("F", "a\x00b")
 	got := string(w.header)
 	for _, want := range []string{"A: 1\r\n", "D: 2\r\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("header %q lacks %q", got, want)
 		}
 	}
-	for _, bad := range []string{"B:", "x\ry", "C\n", "E:", "x\ny"} {
+	for _, bad := range []string{"B:", "x\ry", "C\n", "E:", "x\ny", "nameless", "F:"} {
 		if strings.Contains(got, bad) {
 			t.Errorf("header %q holds %q", got, bad)
 		}

@@ -65,15 +65,11 @@ func (s *Server) findFast(path string) (fastAnswer, bool) {
 	}
 	switch {
 	case tail == "":
-		b := &cc.public
-		if s.toolsOff(cc.cfg.ID) {
-			b = &cc.plain
-		}
 		route := r.config
 		if slash {
 			route = r.configSlash
 		}
-		return fastAnswer{route: route, body: b, cacheControl: noCache}, true
+		return fastAnswer{route: route, body: s.configBody(cc), cacheControl: noCache}, true
 	case tail == "logo":
 		if cc.logo == nil {
 			return fastAnswer{}, false
@@ -81,14 +77,11 @@ func (s *Server) findFast(path string) (fastAnswer, bool) {
 		return fastAnswer{route: r.logo, body: &cc.logo.body, cacheControl: logoCacheControl, svg: cc.logo.svg, public: true}, true
 	}
 	file, ok := strings.CutPrefix(tail, "runtime/")
-	if !ok || file == "" || strings.Contains(file, "/") {
+	if !ok || strings.Contains(file, "/") {
 		return fastAnswer{}, false
 	}
-	if !cc.offersToolsConfigured() || s.toolsOff(cc.cfg.ID) || cc.overlayFailed {
-		return fastAnswer{}, false
-	}
-	f := cc.wheels[file]
-	if f == nil {
+	f, err := s.servedWheel(cc, file)
+	if err != nil {
 		return fastAnswer{}, false
 	}
 	return fastAnswer{route: r.wheel, wheel: f, cacheControl: wheelCacheHeader, public: true}, true
@@ -102,26 +95,23 @@ func (s *Server) AnswerFast(r *fastpath.Request, w *fastpath.Response) bool {
 		return false
 	}
 	// The same headers, in the same order of decision, as observe, cors and serveBody/serveWheel.
-	var idbuf [32]byte
-	id := idbuf[:0]
 	if validRequestID(r.RequestID) {
-		id = append(id, r.RequestID...)
+		w.Header("X-Request-Id", r.RequestID)
 	} else {
-		fillRequestID(&idbuf)
-		id = idbuf[:]
+		var id [32]byte
+		fillRequestID(&id)
+		w.HeaderBytes("X-Request-Id", id[:])
 	}
-	w.HeaderBytes("X-Request-Id", id)
+	w.WriteTimeout(writeTimeout) // observe's bound; a large wheel extends it (fastBody)
 	w.Header("Vary", "Origin")
 	if a.body != nil && a.body.gzip != nil {
 		w.Header("Vary", "Accept-Encoding")
 	}
-	if r.Origin != "" {
-		if a.public {
-			w.Header("Access-Control-Allow-Origin", "*")
-		} else if s.allowsOrigin(r.Path, r.Origin) {
-			w.Header("Access-Control-Allow-Origin", r.Origin)
+	if allow, credentials := s.corsAllow(a.public, r.Path, r.Origin); allow != "" {
+		w.Header("Access-Control-Allow-Origin", allow)
+		if credentials {
 			w.Header("Access-Control-Allow-Credentials", "true")
-			w.Header("Access-Control-Expose-Headers", "X-Session-ID, X-Request-ID")
+			w.Header("Access-Control-Expose-Headers", corsExposeHeaders)
 		}
 	}
 	if a.svg {
@@ -176,7 +166,7 @@ func (s *Server) fastBody(r *fastpath.Request, w *fastpath.Response, a *fastAnsw
 	switch {
 	case a.wheel != nil:
 		w.Header("Content-Type", octetStream[0])
-		if len(data) > 1<<20 {
+		if bulk(len(data)) {
 			w.WriteTimeout(bulkWriteTimeout)
 		}
 	default:

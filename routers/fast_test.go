@@ -386,6 +386,7 @@ func TestAnswerFastAllocs(t *testing.T) {
 	for _, r := range []fastpath.Request{
 		{Method: "GET", Path: "/nemar", AcceptEncoding: "gzip", Origin: "https://nemar.org"},
 		{Method: "GET", Path: "/communities", AcceptEncoding: "gzip"},
+		{Method: "GET", Path: "/bids", RequestID: "a-client-request-id-longer-than-thirty-two-bytes"},
 		{Method: "GET", Path: testWheel, Origin: "https://nemar.org"},
 	} {
 		var w fastpath.Response

@@ -16,11 +16,16 @@ func (s *Server) communityConfig(c echo.Context) error {
 	if !ok {
 		return errNotFound
 	}
-	b := &cc.public
+	return serveBody(c, s.configBody(cc), noCache)
+}
+
+// configBody is the GET /{c} body served right now: without client tools under the kill
+// switch.
+func (s *Server) configBody(cc *community) *body {
 	if s.toolsOff(cc.cfg.ID) {
-		b = &cc.plain
+		return &cc.plain
 	}
-	return serveBody(c, b, noCache)
+	return &cc.public
 }
 
 // runtimeCacheControl is the reference's exact header for wheels: a file name never changes
@@ -31,17 +36,30 @@ const runtimeCacheControl = "public, max-age=31536000, immutable"
 // never a file-system path.
 func (s *Server) runtimeWheel(c echo.Context) error {
 	cc, ok := s.community(c)
-	if !ok || !cc.offersToolsConfigured() || s.toolsOff(cc.cfg.ID) {
-		return errNoRuntimeFile
-	}
-	if cc.overlayFailed {
-		return errRuntimeUnavailable
-	}
-	f, ok := cc.wheels[c.Param("file")]
 	if !ok {
 		return errNoRuntimeFile
 	}
+	f, err := s.servedWheel(cc, c.Param("file"))
+	if err != nil {
+		return err
+	}
 	return serveWheel(c, f)
+}
+
+// servedWheel is the wheel name of cc's overlay served right now, or the error the route
+// answers: none while the tools are off or not configured, 503 when the overlay failed.
+func (s *Server) servedWheel(cc *community, name string) (*wheelFile, error) {
+	if !cc.offersToolsConfigured() || s.toolsOff(cc.cfg.ID) {
+		return nil, errNoRuntimeFile
+	}
+	if cc.overlayFailed {
+		return nil, errRuntimeUnavailable
+	}
+	f, ok := cc.wheels[name]
+	if !ok {
+		return nil, errNoRuntimeFile
+	}
+	return f, nil
 }
 
 // offersToolsConfigured reports whether the community configures client tools and a lockfile,

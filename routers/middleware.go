@@ -197,6 +197,9 @@ func (s *Server) run(c echo.Context, h echo.HandlerFunc) (err error) {
 	return h(c)
 }
 
+// bulk reports whether a file of n bytes gets bulkWriteTimeout rather than writeTimeout.
+func bulk(n int) bool { return n > 1<<20 }
+
 // writeTimeout bounds writing one ordinary response; a non-streamed chat may take two minutes
 // (api.md §7.3). Large files extend it (extendWrite); streams push it forward on every event.
 const writeTimeout = 150 * time.Second
@@ -231,13 +234,12 @@ func (s *Server) cors(c echo.Context) {
 	}
 	origin := headerValue(c.Request().Header, "Origin")
 	preflight := c.Request().Method == http.MethodOptions
-	if origin != "" {
-		if !preflight && isPublicAsset(strings.TrimPrefix(c.Path(), s.deps.Settings.BasePath)) {
-			h.Set("Access-Control-Allow-Origin", "*")
-		} else if s.originAllowed(c, origin) {
-			h.Set("Access-Control-Allow-Origin", origin)
+	public := !preflight && isPublicAsset(strings.TrimPrefix(c.Path(), s.deps.Settings.BasePath))
+	if allow, credentials := s.corsAllow(public, c.Request().URL.Path, origin); allow != "" {
+		h.Set("Access-Control-Allow-Origin", allow)
+		if credentials {
 			h.Set("Access-Control-Allow-Credentials", "true")
-			h.Set("Access-Control-Expose-Headers", "X-Session-ID, X-Request-ID")
+			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 		}
 	}
 	if preflight && h.Get("Access-Control-Allow-Origin") != "" {
@@ -251,18 +253,31 @@ func (s *Server) cors(c echo.Context) {
 	}
 }
 
+// corsExposeHeaders are the response headers a credentialed widget may read.
+const corsExposeHeaders = "X-Session-ID, X-Request-ID"
+
+// corsAllow is the Access-Control-Allow-Origin a request from origin to path gets ("" for
+// none) and whether it may carry credentials: any origin, without, for a public asset; an
+// allowed one, with.
+func (s *Server) corsAllow(public bool, path, origin string) (allow string, credentials bool) {
+	switch {
+	case origin == "":
+		return "", false
+	case public:
+		return "*", false
+	case s.allowsOrigin(path, origin):
+		return origin, true
+	}
+	return "", false
+}
+
 func isPublicAsset(route string) bool {
 	return route == "/:c/runtime/:file" || route == "/:c/logo"
 }
 
-// originAllowed judges origin for the community the path names, or for the server as a whole.
-// It reads the path rather than the route parameters so that a path no route serves is judged
+// allowsOrigin judges origin for the community path names, or for the server as a whole. It
+// reads the path rather than the route parameters so that a path no route serves is judged
 // too.
-func (s *Server) originAllowed(c echo.Context, origin string) bool {
-	return s.allowsOrigin(c.Request().URL.Path, origin)
-}
-
-// allowsOrigin judges origin for a request to path (see originAllowed).
 func (s *Server) allowsOrigin(path, origin string) bool {
 	cat := s.cat.Load()
 	rest := strings.TrimPrefix(path, s.deps.Settings.BasePath+"/")

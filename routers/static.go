@@ -257,7 +257,7 @@ func serveWheel(c echo.Context, f *wheelFile) error {
 		return nil
 	}
 	h["Content-Type"] = octetStream
-	if len(f.data) > 1<<20 {
+	if bulk(len(f.data)) {
 		extendWrite(c)
 	}
 	rng := headerValue(req.Header, "Range")
