@@ -423,16 +423,25 @@ func TestRedisFilesLiveWithTheSession(t *testing.T) {
 	testFilesLiveWithTheSession(t, s, c)
 }
 
+// shortTTL is the session TTL of newShortTTLRedis.
+const shortTTL = 600 * time.Millisecond
+
+// newShortTTLRedis is a Redis store on the server's clock whose sessions live shortTTL.
+func newShortTTLRedis(t *testing.T) (*Redis, *redis.Client) {
+	t.Helper()
+	l := DefaultLimits()
+	l.SessionTTL = shortTTL
+	l.ParkedTTL = time.Minute
+	l.ArtifactBytes = 10000
+	return newTestRedis(t, nil, l)
+}
+
 // TestRedisFilesRefreshedWithTheSession runs on the server's clock with a short SessionTTL: the
 // files' keys really expire, so only a refresh by Append (or Claim) keeps them past the TTL they
 // were put with; idle, they expire with the session and their bytes leave the total.
 func TestRedisFilesRefreshedWithTheSession(t *testing.T) {
 	ctx := context.Background()
-	l := DefaultLimits()
-	l.SessionTTL = 600 * time.Millisecond
-	l.ParkedTTL = time.Minute
-	l.ArtifactBytes = 10000
-	s, raw := newTestRedis(t, nil, l)
+	s, raw := newShortTTLRedis(t)
 	lim := FileLimits{MaxFiles: 4, MaxSessionBytes: 1 << 20}
 	a := s.artifactKeys("c")
 	ftotal := func() int64 {
@@ -462,8 +471,8 @@ func TestRedisFilesRefreshedWithTheSession(t *testing.T) {
 		t.Fatalf("an active session's files after twice its TTL = %+v, %v; want a.txt", l, err)
 	}
 	for _, k := range []string{a.files("s1"), a.metas("s1")} {
-		if ttl := raw.PTTL(ctx, k).Val(); ttl < 250*time.Millisecond || ttl > l.SessionTTL {
-			t.Errorf("TTL of %q = %v, want the session's (under %v, refreshed 300 ms ago)", k, ttl, l.SessionTTL)
+		if ttl := raw.PTTL(ctx, k).Val(); ttl < 250*time.Millisecond || ttl > shortTTL {
+			t.Errorf("TTL of %q = %v, want the session's (under %v, refreshed 300 ms ago)", k, ttl, shortTTL)
 		}
 	}
 
@@ -518,11 +527,7 @@ func TestRedisRunsLiveWithTheSession(t *testing.T) {
 // expire with the session and their bytes leave the total.
 func TestRedisRunsRefreshedWithTheSession(t *testing.T) {
 	ctx := context.Background()
-	l := DefaultLimits()
-	l.SessionTTL = 600 * time.Millisecond
-	l.ParkedTTL = time.Minute
-	l.ArtifactBytes = 10000
-	s, raw := newTestRedis(t, nil, l)
+	s, raw := newShortTTLRedis(t)
 	a := s.artifactKeys("c")
 	run := func(n int) map[string][]byte {
 		return map[string][]byte{"f": bytes.Repeat([]byte{'x'}, n-1-runOverhead)}
@@ -568,8 +573,8 @@ func TestRedisRunsRefreshedWithTheSession(t *testing.T) {
 		t.Fatalf("an active session's files after twice its TTL = %+v, %v", f, err)
 	}
 	for _, k := range []string{a.run("s1", "r1"), a.runs("s1")} {
-		if ttl := raw.PTTL(ctx, k).Val(); ttl < 250*time.Millisecond || ttl > l.SessionTTL {
-			t.Errorf("TTL of %q = %v, want the session's (under %v, refreshed 300 ms ago)", k, ttl, l.SessionTTL)
+		if ttl := raw.PTTL(ctx, k).Val(); ttl < 250*time.Millisecond || ttl > shortTTL {
+			t.Errorf("TTL of %q = %v, want the session's (under %v, refreshed 300 ms ago)", k, ttl, shortTTL)
 		}
 	}
 

@@ -73,14 +73,10 @@ func upload(t *testing.T, url string, files map[string][]byte) (int, string) {
 // download GETs url and fails the test unless it answers 200.
 func download(t *testing.T, url string) []byte {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	code, body := get(t, url)
+	b := []byte(body)
+	if code != 200 {
+		t.Fatalf("GET %s: %d %s", url, code, b)
 	}
 	return b
 }
