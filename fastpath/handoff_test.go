@@ -3,6 +3,7 @@ package fastpath
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -75,6 +76,8 @@ func checkHandOff(t *testing.T, in []byte) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	// net/http's side: what it would read from a connection handed to it.
+	handed := make(chan []byte, 1)
 	s := &Server{
 		Answer: func(r *Request, w *Response) bool {
 			if r.Path != "/fast" {
@@ -84,34 +87,24 @@ func checkHandOff(t *testing.T, in []byte) {
 			return true
 		},
 		HTTP:   &http.Server{},
-		conns:  map[*conn]struct{}{},
 		linger: time.Millisecond,
+		take: func(hc net.Conn) bool {
+			go func() {
+				b, _ := io.ReadAll(hc)
+				_ = hc.Close()
+				handed <- b
+			}()
+			return true
+		},
 	}
-	s.handoff = &handoff{conns: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}
-	defer s.handoff.Close()
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		c := newConn(nc)
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		s.serveConn(c)
+		_ = s.Serve(ln)
 	}()
-	// net/http's side: what it would read from a connection handed to it.
-	handed := make(chan []byte, 1)
-	go func() {
-		select {
-		case hc := <-s.handoff.conns:
-			b, _ := io.ReadAll(hc)
-			_ = hc.Close()
-			handed <- b
-		case <-s.handoff.done:
-		}
+	defer func() {
+		_ = s.Shutdown(context.Background())
+		<-served
 	}()
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -144,11 +137,18 @@ func checkHandOff(t *testing.T, in []byte) {
 		t.Fatalf("%q: %d answers, want %d", in, answers, wantAnswers)
 	}
 	if wantHanded == nil {
-		<-served
+		// The fast path ends the connection itself: the client reads its close.
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
+			t.Fatalf("%q: after the answers, %q and %v, want the close", in, rest, err)
+		}
 		select {
 		case b := <-handed:
 			t.Fatalf("%q: %q handed to net/http, want nothing", in, b)
 		default:
+		}
+		if _, h := s.Stats(); h != 0 {
+			t.Fatalf("%q: %d hand-offs, want none", in, h)
 		}
 		return
 	}

@@ -22,7 +22,6 @@ type Response struct {
 	began    time.Time     // when the head was read and Answer called
 	tag      string
 	out      []byte // the head as written: status line, Date, framing, header
-	vec      [2][]byte
 }
 
 // Reset empties w and keeps its buffers, so one Response serves all of a connection's answers.

@@ -1,13 +1,8 @@
 package fastpath
 
 import (
-	"errors"
-	"io"
-	"net"
 	"os"
-	"runtime"
 	"sync/atomic"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,60 +43,6 @@ func Seal(data []byte) *Sealed {
 		return nil
 	}
 	return &Sealed{file: f, fd: fd, size: int64(len(data))}
-}
-
-// sendSealed writes head, then the sealed body, on nc: the head with MSG_MORE so that it
-// leaves in the body's first segment, the body with sendfile from offset 0 (pread-like, so
-// answers on many connections share the one file), returning the bytes of body sent. It
-// returns false, having written nothing, when nc is not a socket it can reach.
-func sendSealed(nc net.Conn, head []byte, f *Sealed) (bool, int64, error) {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return false, 0, nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false, 0, nil
-	}
-	sealedSends.Add(1)
-	var off int64
-	var werr error
-	err = rc.Write(func(fd uintptr) bool {
-		for len(head) > 0 {
-			n, err := unix.SendmsgN(int(fd), head, nil, nil, unix.MSG_MORE|unix.MSG_NOSIGNAL)
-			switch {
-			case errors.Is(err, unix.EAGAIN):
-				return false // wait until the socket takes more
-			case errors.Is(err, unix.EINTR):
-				continue
-			case err != nil:
-				werr = err
-				return true
-			}
-			head = head[n:]
-		}
-		for off < f.size {
-			n, err := unix.Sendfile(int(fd), f.fd, &off, int(min(f.size-off, 1<<30)))
-			switch {
-			case errors.Is(err, unix.EAGAIN):
-				return false
-			case errors.Is(err, unix.EINTR):
-				continue
-			case err != nil:
-				werr = err
-				return true
-			case n == 0:
-				werr = io.ErrUnexpectedEOF
-				return true
-			}
-		}
-		return true
-	})
-	runtime.KeepAlive(f)
-	if werr != nil {
-		return true, off, werr
-	}
-	return true, off, err
 }
 
 // sealedSends counts the answers sent with sendfile, for the tests.

@@ -1,14 +1,13 @@
 package fastpath
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/debug"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,14 +21,20 @@ const headBuffer = 4 << 10
 // call Serve. Reading a request follows HTTP's ReadHeaderTimeout (from the connection's start,
 // or from a later request's first byte) and IdleTimeout (between requests), as net/http does;
 // writing an answer is bounded by WriteTimeout (150 s when zero).
+//
+// On Linux its connections are served by event loops (Loops of them), each waiting in its own
+// epoll set, as nginx's workers do: a loop that has nothing to do sleeps in the kernel and
+// gives its core up at once, where goroutines parked on the netpoller keep the process's
+// threads running, and whatever else needs those cores (a load generator, the server's own
+// Python runs) waits for the scheduler's tick. Elsewhere every connection goes to HTTP.
 type Server struct {
 	// Answer fills w for r and returns true, or returns false to leave the request, and the
-	// connection from then on, to HTTP. It runs on the connection's goroutine and must not keep
-	// r's strings or w past its return.
+	// connection from then on, to HTTP. It runs on the event loop serving the connection, so
+	// it must not block, and must not keep r's strings or w past its return.
 	Answer func(r *Request, w *Response) bool
 	// Sent, when set, is called after an answer was written (or failed to be), with the bytes
 	// of body that reached the socket: for the metrics and the request log, which must count
-	// the transfer. r and w are those Answer had.
+	// the transfer. r and w are those Answer had. It runs on the event loop too.
 	Sent func(r *Request, w *Response, written int64, err error)
 	// HTTP serves every connection handed to it, on a listener of its own that Serve starts.
 	HTTP *http.Server
@@ -37,13 +42,20 @@ type Server struct {
 	WriteTimeout time.Duration
 	// Log receives a panic in Answer (the connection is closed); nil discards it.
 	Log *slog.Logger
+	// Loops is how many event loops serve the connections; zero is DefaultLoops().
+	Loops int
 
 	answered, handed atomic.Uint64
-	linger           time.Duration // rstAvoidanceDelay when zero; tests shorten it
+	linger           time.Duration       // rstAvoidanceDelay when zero; tests shorten it
+	take             func(net.Conn) bool // tests: takes hand-offs instead of HTTP
+	live             atomic.Int64        // connections the event loops have
+	acked            atomic.Int32        // event loops that have seen closing
+	abort            atomic.Bool         // the shutdown's context ended: close everything
+	rr               atomic.Uint32       // round robin over workers
 
 	mu       sync.Mutex
-	conns    map[*conn]struct{}
-	giving   int // connections out of conns, not yet taken by net/http
+	workers  []*worker
+	giving   int // connections out of the event loops, not yet taken by net/http
 	ln       net.Listener
 	handoff  *handoff
 	closing  atomic.Bool
@@ -79,11 +91,25 @@ func (s *Server) writeTimeout() time.Duration {
 	return 150 * time.Second
 }
 
+// DefaultLoops is half the Ps (GOMAXPROCS), rounded up: one loop answers about 200,000
+// small requests a second on one core (BENCHMARKS.md), and the other half is left to the rest
+// of the server (chat, server-side Python) and to the kernel's side of the connections.
+func DefaultLoops() int {
+	return (runtime.GOMAXPROCS(0) + 1) / 2
+}
+
+func (s *Server) loops() int {
+	if s.Loops > 0 {
+		return s.Loops
+	}
+	return DefaultLoops()
+}
+
 // ErrServerClosed is what Serve returns after Shutdown (net/http's own value).
 var ErrServerClosed = http.ErrServerClosed
 
-// Serve accepts connections on ln until Shutdown, serving each on its own goroutine. It
-// returns ErrServerClosed after Shutdown, or the error that stopped HTTP or the listener.
+// Serve accepts connections on ln until Shutdown and gives each to an event loop (or, where
+// there are none, to HTTP). It returns ErrServerClosed after Shutdown, or the error that stopped HTTP or the listener.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.Answer == nil || s.HTTP == nil {
 		return errors.New("fastpath: Serve needs Answer and HTTP")
@@ -94,14 +120,15 @@ func (s *Server) Serve(ln net.Listener) error {
 		return errors.New("fastpath: Serve called twice")
 	}
 	s.ln = ln
-	s.conns = map[*conn]struct{}{}
-	s.handoff = &handoff{conns: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}
-	s.serveErr = make(chan error, 1)
-	s.mu.Unlock()
 	if s.closing.Load() {
+		s.mu.Unlock()
 		_ = ln.Close()
 		return ErrServerClosed
 	}
+	s.handoff = &handoff{conns: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}
+	s.serveErr = make(chan error, 1)
+	s.workers = startWorkers(s)
+	s.mu.Unlock()
 	go func() {
 		err := s.HTTP.Serve(s.handoff)
 		_ = s.handoff.Close() // nothing may wait to hand a connection to a server that stopped
@@ -139,10 +166,11 @@ func (s *Server) Serve(ln net.Listener) error {
 			_ = nc.Close()
 			return ErrServerClosed
 		}
-		c := newConn(nc)
-		s.conns[c] = struct{}{}
+		adopted := s.adopt(nc)
 		s.mu.Unlock()
-		go s.serveConn(c)
+		if !adopted && !s.give(nc, nil, time.Time{}) {
+			_ = nc.Close()
+		}
 	}
 }
 
@@ -158,266 +186,53 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if ln != nil {
 		_ = ln.Close()
 	}
-	// First every connection that may still hand a request to net/http: one reading a head or
-	// deciding on it, or being handed over. They must find the hand-off listener open. Those
-	// writing an answer will not hand anything over: net/http's shutdown starts beside them,
-	// so a slow reader of a large answer does not keep net/http's idle connections open.
+	s.wakeWorkers()
+	// First every connection that may still hand a request to net/http: each worker must have
+	// seen closing (it closes its idle connections and those reading a head, and finishes the
+	// request it is deciding on), and no hand-off may be under way. They must find the
+	// hand-off listener open. Those writing an answer will not hand anything over: net/http's
+	// shutdown starts beside them, so a slow reader of a large answer does not keep
+	// net/http's idle connections open.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for !s.onlyWriting() {
-		s.wakeConns()
 		select {
 		case <-ctx.Done():
-			s.closeConns()
+			s.abortConns()
 			_ = s.HTTP.Shutdown(ctx)
 			return ctx.Err()
 		case <-tick.C:
+			s.wakeWorkers()
 		}
 	}
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- s.HTTP.Shutdown(ctx) }()
-	for {
-		s.wakeConns()
-		s.mu.Lock()
-		n := len(s.conns)
-		s.mu.Unlock()
-		if n == 0 {
-			return <-httpDone
-		}
+	for s.live.Load() > 0 {
 		select {
 		case <-ctx.Done():
-			s.closeConns()
+			s.abortConns()
 			<-httpDone
 			return ctx.Err()
 		case <-tick.C:
 		}
 	}
+	return <-httpDone
 }
 
 // onlyWriting reports whether no fast-path connection can hand a request to net/http any more:
-// each is writing an answer (or lingering after one), and no hand-off is under way.
+// every worker has seen the shutdown, so what it still has is writing an answer (or lingering
+// after one), and no hand-off is under way.
 func (s *Server) onlyWriting() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.giving > 0 {
-		return false
-	}
-	for c := range s.conns {
-		if !c.writing.Load() {
-			return false
-		}
-	}
-	return true
+	return s.giving == 0 && int(s.acked.Load()) == len(s.workers)
 }
 
-// wakeConns makes every fast-path connection blocked on a read return at once; each then sees
-// closing and ends. A connection writing an answer finishes it first.
-func (s *Server) wakeConns() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	for c := range s.conns {
-		_ = c.nc.SetReadDeadline(now)
-	}
-}
-
-func (s *Server) closeConns() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
-		_ = c.nc.Close()
-	}
-}
-
-// conn is one connection while the fast path has it.
-type conn struct {
-	nc       net.Conn
-	br       *bufio.Reader
-	req      Request
-	resp     Response
-	bufs     net.Buffers
-	rdl, wdl time.Time   // the deadlines last set
-	started  bool        // an answer was written: later requests wait under the idle timeout
-	writing  atomic.Bool // writing an answer or closing after one: it will hand nothing off
-	dateSec  int64
-	date     []byte
-}
-
-var connPool = sync.Pool{New: func() any {
-	return &conn{resp: Response{header: make([]byte, 0, 512), out: make([]byte, 0, 1024)}, date: make([]byte, 0, 32)}
-}}
-
-func newConn(nc net.Conn) *conn {
-	c := connPool.Get().(*conn)
-	c.nc = nc
-	c.started = false
-	if c.br == nil {
-		c.br = bufio.NewReaderSize(nc, headBuffer)
-	} else {
-		c.br.Reset(nc)
-	}
-	return c
-}
-
-func (s *Server) serveConn(c *conn) {
-	nc := c.nc
-	handed := false
-	// Two defers: the clean-up runs even if logging the panic panics too.
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		if !handed {
-			_ = nc.Close()
-			c.br.Reset(nil)
-		} else {
-			c.br = nil // it went with the connection
-		}
-		c.nc, c.rdl, c.wdl, c.req, c.bufs = nil, time.Time{}, time.Time{}, Request{}, nil
-		c.resp.Reset()
-		c.writing.Store(false)
-		connPool.Put(c)
-	}()
-	defer func() {
-		if r := recover(); r != nil && s.Log != nil {
-			s.Log.Error("panic in the fast path", slog.Any("error", r), slog.String("stack", string(debug.Stack())))
-		}
-	}()
-	for {
-		v, n := c.readHead(s)
-		if v == incomplete {
-			return // closed, timed out, or shutting down
-		}
-		c.resp.Reset()
-		c.resp.began = time.Now()
-		if v == refuse || !s.Answer(&c.req, &c.resp) || !c.resp.sent {
-			handed = s.handOff(c)
-			return
-		}
-		s.answered.Add(1)
-		c.writing.Store(true)
-		closing := c.req.Close || s.closing.Load()
-		written, err := c.write(s, closing)
-		if s.Sent != nil {
-			s.Sent(&c.req, &c.resp, written, err)
-		}
-		c.started = true
-		c.req = Request{}
-		_, _ = c.br.Discard(n)
-		if err != nil {
-			return
-		}
-		if closing {
-			s.closeWriteAndWait(nc)
-			return
-		}
-		c.writing.Store(false)
-	}
-}
-
-// readHead waits for a whole head: for a connection's first request under the header timeout,
-// for a later one under the idle timeout and then the header timeout once part of it arrived.
-// incomplete means the connection is done with (closed by the client, timed out, or the
-// server is shutting down).
-func (c *conn) readHead(s *Server) (verdict, int) {
-	// A connection's first request has the header timeout from the start, as in net/http;
-	// between requests the idle timeout runs until the next one begins.
-	wait := s.headerTimeout()
-	if c.started {
-		wait = s.idleTimeout()
-	}
-	c.setReadDeadline(time.Now(), wait)
-	// After the deadline is set: Shutdown sets closing, then a deadline in the past, so either
-	// this sees closing or that deadline ends the wait below.
-	if s.closing.Load() {
-		return incomplete, 0
-	}
-	headerArmed := !c.started // a first request is under the header timeout already
-	for {
-		buf, _ := c.br.Peek(c.br.Buffered())
-		if len(buf) > 0 {
-			v, n := parse(buf, &c.req)
-			if v != incomplete {
-				return v, n
-			}
-			if len(buf) == c.br.Size() {
-				return refuse, 0 // too large for the fast path; net/http reads on
-			}
-			if !headerArmed {
-				headerArmed = true
-				c.setReadDeadline(time.Now(), s.headerTimeout())
-			}
-		}
-		if _, err := c.br.Peek(len(buf) + 1); err != nil {
-			// A head cut short by the header timeout gets net/http's answer to that, a 400,
-			// from net/http itself: handed over, it meets the same expired deadline (handOff).
-			var ne net.Error
-			if len(buf) > 0 && errors.As(err, &ne) && ne.Timeout() && !s.closing.Load() {
-				return refuse, 0
-			}
-			return incomplete, 0
-		}
-	}
-}
-
-// setReadDeadline sets the read deadline d from now, unless the one set already falls a little
-// before that (within an eighth of d, at most a second): re-arming it on every request costs a
-// timer update, and a timeout that ends that little early changes nothing.
-func (c *conn) setReadDeadline(now time.Time, d time.Duration) {
-	if d <= 0 { // no timeout
-		if !c.rdl.IsZero() {
-			c.rdl = time.Time{}
-			_ = c.nc.SetReadDeadline(time.Time{})
-		}
-		return
-	}
-	if t := now.Add(d); rearm(c.rdl, now, t, d) {
-		c.rdl = t
-		_ = c.nc.SetReadDeadline(t)
-	}
-}
-
-func (c *conn) setWriteDeadline(now time.Time, d time.Duration) {
-	if t := now.Add(d); rearm(c.wdl, now, t, d) {
-		c.wdl = t
-		_ = c.nc.SetWriteDeadline(t)
-	}
-}
-
-// rearm reports whether a deadline set at old must move to t (d from now).
-func rearm(old, now, t time.Time, d time.Duration) bool {
-	return old.After(t) || t.Sub(old) > min(d/8, time.Second) || !old.After(now)
-}
-
-// write sends the answer: the head and the body in one writev, or the head and then sendfile
-// for a sealed body (the body only for a GET). It returns how many bytes of body were sent.
-func (c *conn) write(s *Server, closing bool) (int64, error) {
-	now := time.Now()
-	if sec := now.Unix(); sec != c.dateSec || len(c.date) == 0 {
-		c.dateSec = sec
-		c.date = now.UTC().AppendFormat(c.date[:0], http.TimeFormat)
-	}
-	c.resp.frame(c.date, closing)
-	d := s.writeTimeout()
-	if c.resp.deadline > 0 {
-		d = c.resp.deadline
-	}
-	c.setWriteDeadline(now, d)
-	withBody := len(c.resp.body) > 0 && !c.req.Head() && bodyAllowed(c.resp.status)
-	if withBody && c.resp.sealed != nil {
-		if ok, n, err := sendSealed(c.nc, c.resp.out, c.resp.sealed); ok {
-			return n, err
-		}
-	}
-	c.resp.vec[0] = c.resp.out
-	c.bufs = c.resp.vec[:1]
-	if withBody {
-		c.resp.vec[1] = c.resp.body
-		c.bufs = c.resp.vec[:2]
-	}
-	n, err := c.bufs.WriteTo(c.nc)
-	c.resp.vec = [2][]byte{}
-	return max(n-int64(len(c.resp.out)), 0), err
+// abortConns makes every worker close all its connections (answers being written included) and
+// stop: the shutdown's context ended.
+func (s *Server) abortConns() {
+	s.abort.Store(true)
+	s.wakeWorkers()
 }
 
 // rstAvoidanceDelay is how long a connection closed after an answer lingers half-closed, as in
@@ -425,41 +240,38 @@ func (c *conn) write(s *Server, closing bool) (int64, error) {
 // sends a reset, which may destroy the answer before the client has read it.
 const rstAvoidanceDelay = 500 * time.Millisecond
 
-// closeWriteAndWait ends the sending side, so the client reads the answer and then EOF, and
-// waits a little before the caller closes.
-func (s *Server) closeWriteAndWait(nc net.Conn) {
-	if cw, ok := nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
-		d := rstAvoidanceDelay
-		if s.linger > 0 {
-			d = s.linger
-		}
-		time.Sleep(d)
+func (s *Server) lingerFor() time.Duration {
+	if s.linger > 0 {
+		return s.linger
 	}
+	return rstAvoidanceDelay
 }
 
-// handOff gives the connection, with the bytes read but not consumed, to net/http. It reports
-// whether net/http took it (false once shutting down: the caller closes it).
-func (s *Server) handOff(c *conn) bool {
-	// net/http sets its own deadlines as it reads; clear ours so a stale one cannot cut it off,
-	// but let its first one (the header timeout) end no later than ours would have, so a head
-	// that began under the fast path's header timeout gets no second one.
-	limit := c.rdl
-	_ = c.nc.SetDeadline(time.Time{})
-	bc := &bufferedConn{Conn: c.nc, r: c.br, limit: limit}
-	// No longer the fast path's: Shutdown must not set deadlines on it or close it, but must
-	// wait for net/http to have it.
+// give hands nc, whose first bytes are rest (read, not consumed) to net/http; limit is the
+// latest its first read deadline may be (zero for none). It reports whether net/http took it;
+// the caller closes nc when it did not.
+func (s *Server) give(nc net.Conn, rest []byte, limit time.Time) bool {
 	s.mu.Lock()
-	delete(s.conns, c)
 	s.giving++
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.giving--
+		s.mu.Unlock()
+	}()
+	// net/http sets its own deadlines as it reads; clear any so a stale one cannot cut it off,
+	// but let its first one (the header timeout) end no later than ours would have, so a head
+	// that began under the fast path's header timeout gets no second one.
+	_ = nc.SetDeadline(time.Time{})
+	bc := &bufferedConn{Conn: nc, rest: rest, limit: limit}
 	if testHookBeforeGive != nil {
 		testHookBeforeGive()
 	}
-	ok := s.handoff.give(bc)
-	s.mu.Lock()
-	s.giving--
-	s.mu.Unlock()
-	if !ok {
+	take := s.handoff.give
+	if s.take != nil {
+		take = s.take
+	}
+	if !take(bc) {
 		return false
 	}
 	s.handed.Add(1)
@@ -508,11 +320,11 @@ func (h *handoff) give(c net.Conn) bool {
 	}
 }
 
-// bufferedConn is a connection whose first bytes are still in the fast path's buffer.
+// bufferedConn is a connection whose first bytes were read by the fast path.
 type bufferedConn struct {
 	net.Conn
-	r     *bufio.Reader // nil once drained
-	limit time.Time     // the latest net/http's first read deadline may be; zero for none
+	rest  []byte    // read, not yet consumed
+	limit time.Time // the latest net/http's first read deadline may be; zero for none
 }
 
 // SetReadDeadline passes net/http's deadlines on, the first no later than limit.
@@ -527,11 +339,10 @@ func (c *bufferedConn) SetReadDeadline(t time.Time) error {
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) {
-	if c.r != nil {
-		if c.r.Buffered() > 0 {
-			return c.r.Read(p)
-		}
-		c.r = nil
+	if len(c.rest) > 0 {
+		n := copy(p, c.rest)
+		c.rest = c.rest[n:]
+		return n, nil
 	}
 	return c.Conn.Read(p)
 }

@@ -1106,7 +1106,13 @@ func TestLargeBody(t *testing.T) {
 }
 
 func TestConcurrent(t *testing.T) {
-	ts := svStart(t, nil)
+	for _, loops := range []int{1, 4} {
+		t.Run(strconv.Itoa(loops)+" loops", func(t *testing.T) { testConcurrent(t, loops) })
+	}
+}
+
+func testConcurrent(t *testing.T, loops int) {
+	ts := svStart(t, func(s *Server) { s.Loops = loops })
 	const workers, requests = 32, 50
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
