@@ -43,20 +43,26 @@ func TestAccessLogFlag(t *testing.T) {
 	}
 }
 
-// TestFastPathFlag: --fast-path and ASSISTANT_FAST_PATH take on or off, on by default; the
-// flag wins; anything else stops the start.
+// TestFastPathFlag: --fast-path and ASSISTANT_FAST_PATH take on, off or a number of event
+// loops, on by default; the flag wins; anything else stops the start.
 func TestFastPathFlag(t *testing.T) {
 	for _, tc := range []struct {
-		args []string
-		env  string
-		want string // "on", "off", or "" for an error
+		args  []string
+		env   string
+		want  string // "on", "off", or "" for an error
+		loops int    // 0: the default
 	}{
-		{nil, "", "on"},
-		{[]string{"--fast-path", "off"}, "", "off"},
-		{nil, "OFF", "off"},
-		{[]string{"--fast-path", "on"}, "off", "on"},
-		{[]string{"--fast-path", "maybe"}, "", ""},
-		{nil, "1", ""},
+		{nil, "", "on", 0},
+		{[]string{"--fast-path", "off"}, "", "off", 0},
+		{nil, "OFF", "off", 0},
+		{[]string{"--fast-path", "on"}, "off", "on", 0},
+		{[]string{"--fast-path", "maybe"}, "", "", 0},
+		{nil, "1", "on", 1},
+		{[]string{"--fast-path", " 4 "}, "", "on", 4},
+		{[]string{"--fast-path", "0"}, "", "", 0},
+		{[]string{"--fast-path", "-2"}, "", "", 0},
+		{[]string{"--fast-path", "1025"}, "", "", 0},
+		{[]string{"--fast-path", "99999999999999999999"}, "", "", 0},
 	} {
 		getenv := func(k string) string {
 			if k == "ASSISTANT_FAST_PATH" {
@@ -68,11 +74,14 @@ func TestFastPathFlag(t *testing.T) {
 		if tc.want == "" {
 			if err == nil {
 				t.Errorf("%v, env %q: no error", tc.args, tc.env)
+			} else if len(err.Error()) > 120 {
+				t.Errorf("%v: error of %d bytes", tc.args, len(err.Error()))
 			}
 			continue
 		}
-		if err != nil || s.fastPath != (tc.want == "on") {
-			t.Errorf("%v, env %q: fast path %v, %v; want %s", tc.args, tc.env, s.fastPath, err, tc.want)
+		if err != nil || s.fastPath != (tc.want == "on") || s.fastLoops != tc.loops {
+			t.Errorf("%v, env %q: fast path %v with %d loops, %v; want %s with %d",
+				tc.args, tc.env, s.fastPath, s.fastLoops, err, tc.want, tc.loops)
 		}
 	}
 }

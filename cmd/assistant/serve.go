@@ -40,8 +40,10 @@ type serveSettings struct {
 	defaultModel string
 	logFormat    string
 	accessLog    routers.AccessLog
-	// fastPath answers the precomputed routes ahead of net/http (package fastpath).
+	// fastPath answers the precomputed routes ahead of net/http (package fastpath), with
+	// fastLoops event loops (0: fastpath.DefaultLoops).
 	fastPath    bool
+	fastLoops   int
 	rateLimits  string
 	trusted     string
 	prices      string
@@ -101,7 +103,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.IntVar(&s.sandboxMemoryMB, "sandbox-memory-mb", envInt(getenv, "ASSISTANT_SANDBOX_MEMORY_MB", 2048), "the most memory one server-side run may use, whatever a community's limits.memory_mb says (ASSISTANT_SANDBOX_MEMORY_MB)")
 	fs.BoolVar(&s.sandboxLoopback, "sandbox-allow-loopback", env("ASSISTANT_SANDBOX_ALLOW_LOOPBACK") == "1", "let server-side osa.fetch reach loopback addresses, for tests (ASSISTANT_SANDBOX_ALLOW_LOOPBACK=1)")
 	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
-	fastPath := fs.String("fast-path", or(env("ASSISTANT_FAST_PATH"), "on"), "answer GET /{c}, /communities, wheels and logos ahead of net/http (on), or leave every request to net/http (off) (ASSISTANT_FAST_PATH)")
+	fastPath := fs.String("fast-path", or(env("ASSISTANT_FAST_PATH"), "on"), "answer GET /{c}, /communities, wheels and logos ahead of net/http with an event loop for every two CPUs (on), with N event loops (a number), or leave every request to net/http (off) (ASSISTANT_FAST_PATH)")
 	accessLog := fs.String("access-log", or(env("ASSISTANT_ACCESS_LOG"), "on"), "log every request (on), none (off), or a share of them such as 0.1; errors (5xx) are always logged (ASSISTANT_ACCESS_LOG)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
@@ -128,12 +130,16 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 		return s, err
 	}
 	s.accessLog = al
-	switch strings.ToLower(strings.TrimSpace(*fastPath)) {
+	switch v := strings.ToLower(strings.TrimSpace(*fastPath)); v {
 	case "on":
 		s.fastPath = true
 	case "off":
 	default:
-		return s, fmt.Errorf("fast path %q: want on or off", *fastPath)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxFastLoops {
+			return s, fmt.Errorf("fast path %.40q: want on, off, or 1 to %d event loops", *fastPath, maxFastLoops)
+		}
+		s.fastPath, s.fastLoops = true, n
 	}
 	if s.artifactMB < 1 || s.artifactMB > 1<<20 {
 		return s, fmt.Errorf("artifact budget %d MB: want 1 to %d", s.artifactMB, 1<<20)
@@ -343,7 +349,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			_ = srv.Reload(context.WithoutCancel(ctx))
 		}
 	}()
-	front := newFront(hs, srv, s.fastPath, log)
+	front := newFront(hs, srv, s, log)
 	errc := make(chan error, 1)
 	go func() { errc <- front.Serve(ln) }()
 	url := "http://" + displayAddr(ln.Addr()) + s.basePath + "/"
@@ -383,11 +389,14 @@ type front interface {
 	Shutdown(context.Context) error
 }
 
-func newFront(hs *http.Server, srv *routers.Server, fast bool, log *slog.Logger) front {
-	if !fast {
+// maxFastLoops bounds --fast-path N: more loops than that is a typo, not a tuning.
+const maxFastLoops = 1024
+
+func newFront(hs *http.Server, srv *routers.Server, s serveSettings, log *slog.Logger) front {
+	if !s.fastPath {
 		return hs
 	}
-	fp := &fastpath.Server{Answer: srv.AnswerFast, Sent: srv.SentFast, HTTP: hs, Log: log}
+	fp := &fastpath.Server{Answer: srv.AnswerFast, Sent: srv.SentFast, HTTP: hs, Log: log, Loops: s.fastLoops}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "assistant_http_fast_answers_total",
 			Help: "Requests the fast path answered ahead of net/http (GET /{c}, /communities, wheels, logos)."},
