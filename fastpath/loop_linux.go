@@ -31,7 +31,8 @@ type worker struct {
 	mu      sync.Mutex
 	queue   []*conn // accepted, not yet in the epoll set
 	pending atomic.Bool
-	given   atomic.Int64 // connections adopted, for the tests
+	given   atomic.Int64  // connections adopted, for the tests
+	wakes   atomic.Uint64 // epoll_wait returns, for the tests
 
 	slots   []*conn // by slot, which epoll events carry; nil where free
 	free    []int32
@@ -127,12 +128,27 @@ func (w *worker) closeFds() {
 }
 
 // stop ends the loop: under s.mu, so that no poke writes to a descriptor number that was
-// closed (and perhaps reused).
+// closed (and perhaps reused) and adopt gives it nothing more. A loop that stops counts as
+// having seen the shutdown (it will hand nothing over), whatever made it stop.
 func (w *worker) stop() {
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	w.stopped = true
 	w.closeFds()
+	if !w.acked {
+		w.acked = true
+		s.acked.Add(1)
+	}
+	// Queued after its last look (a loop that failed): closed, not lost.
+	w.mu.Lock()
+	q := w.queue
+	w.queue = nil
+	w.mu.Unlock()
+	for _, c := range q {
+		_ = unix.Close(c.fd)
+		s.live.Add(-1)
+	}
 }
 
 // poke wakes the event loop from another goroutine; the caller holds s.mu.
@@ -173,14 +189,25 @@ func (s *Server) adopt(nc net.Conn) bool {
 	if rc.Control(func(f uintptr) { fd, _ = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }) != nil || fd < 0 {
 		return false
 	}
-	_ = nc.Close() // the socket lives on in fd
 	// One allocation per connection, none per request; not pooled, so that a conn the loop
 	// let go can never come back as another while the loop still looks at it.
 	c := &conn{fd: fd, resp: Response{header: make([]byte, 0, 512), out: make([]byte, 0, 1024)}}
 	// A connection's first request has the header timeout from the start, as in net/http.
 	c.deadline = after(time.Now(), s.headerTimeout())
+	// The next loop in turn that still runs (one whose epoll set failed has stopped).
+	var w *worker
+	for range s.workers {
+		if v := s.workers[s.rr.Add(1)%uint32(len(s.workers))]; !v.stopped {
+			w = v
+			break
+		}
+	}
+	if w == nil {
+		_ = unix.Close(fd)
+		return false
+	}
+	_ = nc.Close() // the socket lives on in fd
 	s.live.Add(1)
-	w := s.workers[s.rr.Add(1)%uint32(len(s.workers))]
 	w.given.Add(1)
 	w.mu.Lock()
 	w.queue = append(w.queue, c)
@@ -194,11 +221,15 @@ func (w *worker) run() {
 	s := w.s
 	defer w.stop()
 	for {
+		if (w.acked || s.noMore.Load()) && w.live == 0 && !w.pending.Load() {
+			return
+		}
 		timeout := -1
 		if !w.next.IsZero() {
 			timeout = max(0, int((time.Until(w.next)+time.Millisecond-1)/time.Millisecond))
 		}
 		n, err := unix.EpollWait(w.ep, w.evs, timeout)
+		w.wakes.Add(1)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			if s.Log != nil {
 				s.Log.Error("fast path event loop failed", slog.Any("error", err))
@@ -228,9 +259,6 @@ func (w *worker) run() {
 		}
 		if !w.next.IsZero() && !time.Now().Before(w.next) {
 			w.sweep()
-		}
-		if w.acked && w.live == 0 {
-			return
 		}
 	}
 }
@@ -275,13 +303,8 @@ func (w *worker) shutDown() {
 
 func (w *worker) closeAll() {
 	for _, c := range w.slots {
-		if c == nil {
-			continue
-		}
-		if c.state == writing {
-			w.finish(c, net.ErrClosed)
-		} else {
-			w.closeConn(c)
+		if c != nil {
+			w.cut(c)
 		}
 	}
 	w.takeQueued()
@@ -290,6 +313,16 @@ func (w *worker) closeAll() {
 			w.closeConn(c)
 		}
 	}
+}
+
+// cut closes c now, an answer being written included (Sent says so).
+func (w *worker) cut(c *conn) {
+	defer w.recover(c)
+	if c.state == writing {
+		w.finish(c, net.ErrClosed)
+		return
+	}
+	w.closeConn(c)
 }
 
 func (w *worker) setDeadline(c *conn, t time.Time) {
@@ -598,7 +631,10 @@ func (w *worker) release(c *conn) {
 }
 
 func (w *worker) closeConn(c *conn) {
-	_ = unix.Close(c.fd) // which takes it out of the epoll set: no other descriptor has it
+	// Out of the epoll set first: a child process between fork and exec may hold the socket
+	// open a moment longer, and with it the registration, which the close alone would leave.
+	_ = unix.EpollCtl(w.ep, unix.EPOLL_CTL_DEL, c.fd, nil)
+	_ = unix.Close(c.fd)
 	w.release(c)
 }
 
@@ -622,12 +658,10 @@ func (w *worker) handOff(c *conn) {
 	s.mu.Unlock()
 	c.fd = -1
 	w.release(c)
-	defer func() {
+	if err != nil {
 		s.mu.Lock()
 		s.giving--
 		s.mu.Unlock()
-	}()
-	if err != nil {
 		if s.Log != nil {
 			s.Log.Error("fast path: handing a connection to net/http", slog.Any("error", err))
 		}

@@ -9,8 +9,12 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+	"log/slog"
 )
 
 // svSent is what Sent reported for one answer.
@@ -141,6 +145,10 @@ func TestShutdownDeadlineEndsWriters(t *testing.T) {
 	ts, _, got := svHuge(t, nil)
 	c := ts.dial(t)
 	c.write(svGet("/huge"))
+	head := make([]byte, 1) // the answer has begun: the connection is writing
+	if _, err := io.ReadFull(c.br, head); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if err := ts.s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -179,16 +187,13 @@ func TestLoops(t *testing.T) {
 		c.fast()
 		cs = append(cs, c)
 	}
-	ts.s.mu.Lock()
-	n := len(ts.s.workers)
-	ts.s.mu.Unlock()
-	if n != 3 {
+	if n := len(ts.loops()); n != 3 {
 		t.Fatalf("%d event loops, want 3", n)
 	}
 	if ts.s.live.Load() != 9 {
 		t.Fatalf("%d connections in the loops, want 9", ts.s.live.Load())
 	}
-	for i, w := range ts.s.workers {
+	for i, w := range ts.loops() {
 		if g := w.given.Load(); g != 3 {
 			t.Errorf("loop %d was given %d connections, want 3", i, g)
 		}
@@ -242,4 +247,218 @@ func TestFailedWriteEndsTheConnection(t *testing.T) {
 	if n := ts.s.live.Load(); n != 2 {
 		t.Fatalf("%d connections in the loop, want 2", n)
 	}
+}
+
+// TestShutdownAgainAfterAnAbort: a Shutdown whose context ended while a loop was still
+// deciding on a request leaves the loops stopped, and a second Shutdown then succeeds.
+func TestShutdownAgainAfterAnAbort(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	ts := svStart(t, func(s *Server) {
+		s.Loops = 1
+		next := s.Answer
+		s.Answer = func(r *Request, w *Response) bool {
+			if r.Path == "/stall" {
+				close(entered)
+				<-release
+			}
+			return next(r, w)
+		}
+	})
+	c := ts.dial(t)
+	c.write(svGet("/stall"))
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := ts.s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("first Shutdown: %v, want DeadlineExceeded", err)
+	}
+	close(release)
+	eventually(t, "no connection left", func() bool { return ts.s.live.Load() == 0 })
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := ts.s.Shutdown(ctx2); err != nil {
+		t.Fatalf("second Shutdown: %v", err)
+	}
+}
+
+// plainListener hides the accepted connections' descriptors, so the loops cannot take them.
+type plainListener struct{ net.Listener }
+
+func (l plainListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return struct{ net.Conn }{c}, nil
+}
+
+// TestShutdownCountsDirectHandOffs: a connection the loops cannot take goes straight to
+// net/http, and a Shutdown that begins once Serve has accepted it waits for net/http to have
+// it rather than closing the hand-off listener under it.
+func TestShutdownCountsDirectHandOffs(t *testing.T) {
+	registered := make(chan struct{})
+	testHookAfterRegister = func() {
+		close(registered)
+		time.Sleep(100 * time.Millisecond) // Shutdown runs meanwhile
+	}
+	t.Cleanup(func() { testHookAfterRegister = nil })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Answer: svAnswer, HTTP: &http.Server{Handler: svHandler(nil, nil)}}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(plainListener{ln}) }()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_, _ = io.WriteString(nc, svGet("/fast"))
+	<-registered
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	<-served
+	if _, h := s.Stats(); h != 1 {
+		t.Fatalf("%d connections reached net/http, want the one accepted", h)
+	}
+}
+
+// TestAFailedLoopIsPassedOver: a loop whose epoll set fails stops, closes what it had, and
+// gets no more connections: with no loop left they go to net/http, and Shutdown still ends.
+func TestAFailedLoopIsPassedOver(t *testing.T) {
+	var logs svLockedBuffer
+	ts := svStart(t, func(s *Server) {
+		s.Loops = 1
+		s.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	c := ts.dial(t)
+	c.write(svGet("/fast"))
+	c.fast()
+	w := ts.loops()[0]
+	// The loop's epoll descriptor now names /dev/null: its next epoll_wait fails.
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if err := unix.Dup2(int(null.Fd()), w.ep); err != nil {
+		t.Fatal(err)
+	}
+	ts.s.wakeWorkers()
+	c.expectClosed(5 * time.Second)
+	eventually(t, "the loop to stop", func() bool {
+		ts.s.mu.Lock()
+		defer ts.s.mu.Unlock()
+		return w.stopped
+	})
+	if !strings.Contains(logs.String(), "event loop failed") {
+		t.Errorf("log %q: want the failure", logs.String())
+	}
+	d := ts.dial(t)
+	d.write(svGet("/fast"))
+	d.netHTTP("GET")
+	if n := ts.s.live.Load(); n != 0 {
+		t.Fatalf("%d connections in loops, want none", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ts.s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+// TestSentPanicsWhileAborting: a panic in Sent for an answer cut by the shutdown's deadline
+// is logged, not the end of the process.
+func TestSentPanicsWhileAborting(t *testing.T) {
+	var logs svLockedBuffer
+	ts, _, _ := svHuge(t, func(s *Server) {
+		s.Log = slog.New(slog.NewTextHandler(&logs, nil))
+		s.Sent = func(r *Request, w *Response, written int64, err error) {
+			if err != nil {
+				panic("boom-in-sent")
+			}
+		}
+	})
+	c := ts.dial(t)
+	c.write(svGet("/huge"))
+	head := make([]byte, 1)
+	if _, err := io.ReadFull(c.br, head); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_ = ts.s.Shutdown(ctx)
+	eventually(t, "the panic logged", func() bool { return strings.Contains(logs.String(), "boom-in-sent") })
+	eventually(t, "no connection left", func() bool { return ts.s.live.Load() == 0 })
+}
+
+// TestCloseLeavesTheEpollSet: a connection closed while another descriptor still holds its
+// socket (a child process between fork and exec) leaves the loop's epoll set, so the loop does
+// not wake again and again for a connection it no longer has.
+func TestCloseLeavesTheEpollSet(t *testing.T) {
+	held := make(chan int, 1)
+	ts := svStart(t, func(s *Server) {
+		s.Loops = 1
+		s.Sent = func(r *Request, w *Response, written int64, err error) {
+			// On the loop's goroutine: its one connection's descriptor, held as a child would.
+			for _, c := range s.workers[0].slots {
+				if c != nil {
+					if fd, err := unix.Dup(c.fd); err == nil {
+						held <- fd
+					}
+				}
+			}
+		}
+	})
+	c := ts.dial(t)
+	c.write(svGet("/fast"))
+	c.fast()
+	fd := <-held
+	defer unix.Close(fd)
+	_ = c.nc.Close() // the loop reads EOF and closes its descriptor
+	eventually(t, "the loop to close it", func() bool { return ts.s.live.Load() == 0 })
+	w := ts.loops()[0]
+	before := w.wakes.Load()
+	time.Sleep(200 * time.Millisecond)
+	if n := w.wakes.Load() - before; n > 20 {
+		t.Fatalf("the loop woke %d times in 200 ms with nothing to do", n)
+	}
+}
+
+// TestLoopsEndWithServe: when Serve returns without a Shutdown (its listener closed), the
+// loops serve the connections they have and stop once those end.
+func TestLoopsEndWithServe(t *testing.T) {
+	ts := svStart(t, func(s *Server) { s.Loops = 2 })
+	c := ts.dial(t)
+	c.write(svGet("/fast"))
+	c.fast()
+	ts.s.mu.Lock()
+	ln := ts.s.ln
+	ts.s.mu.Unlock()
+	_ = ln.Close()
+	if err := <-ts.serve; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Serve: %v, want the closed listener", err)
+	}
+	c.write(svGet("/fast"))
+	c.fast()
+	_ = c.nc.Close()
+	eventually(t, "the loops to stop", func() bool {
+		ts.s.mu.Lock()
+		defer ts.s.mu.Unlock()
+		for _, w := range ts.s.workers {
+			if !w.stopped {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// loops is the server's event loops (read under the lock Serve set them with).
+func (ts *svServer) loops() []*worker {
+	ts.s.mu.Lock()
+	defer ts.s.mu.Unlock()
+	return ts.s.workers
 }

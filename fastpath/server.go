@@ -51,6 +51,7 @@ type Server struct {
 	live             atomic.Int64        // connections the event loops have
 	acked            atomic.Int32        // event loops that have seen closing
 	abort            atomic.Bool         // the shutdown's context ended: close everything
+	noMore           atomic.Bool         // Serve has returned: no connection will come
 	rr               atomic.Uint32       // round robin over workers
 
 	mu       sync.Mutex
@@ -129,6 +130,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.serveErr = make(chan error, 1)
 	s.workers = startWorkers(s)
 	s.mu.Unlock()
+	defer s.acceptDone()
 	go func() {
 		err := s.HTTP.Serve(s.handoff)
 		_ = s.handoff.Close() // nothing may wait to hand a connection to a server that stopped
@@ -167,11 +169,24 @@ func (s *Server) Serve(ln net.Listener) error {
 			return ErrServerClosed
 		}
 		adopted := s.adopt(nc)
+		if !adopted {
+			s.giving++
+		}
 		s.mu.Unlock()
+		if testHookAfterRegister != nil {
+			testHookAfterRegister()
+		}
 		if !adopted && !s.give(nc, nil, time.Time{}) {
 			_ = nc.Close()
 		}
 	}
+}
+
+// acceptDone tells the event loops that Serve gives them no more connections: each ends once
+// it has none left.
+func (s *Server) acceptDone() {
+	s.noMore.Store(true)
+	s.wakeWorkers()
 }
 
 // Shutdown stops accepting, ends the fast path's idle connections, lets the answers being
@@ -249,11 +264,9 @@ func (s *Server) lingerFor() time.Duration {
 
 // give hands nc, whose first bytes are rest (read, not consumed) to net/http; limit is the
 // latest its first read deadline may be (zero for none). It reports whether net/http took it;
-// the caller closes nc when it did not.
+// the caller closes nc when it did not. The caller has counted it in giving, under s.mu and
+// before the connection left what Shutdown waits for, so that Shutdown cannot miss it.
 func (s *Server) give(nc net.Conn, rest []byte, limit time.Time) bool {
-	s.mu.Lock()
-	s.giving++
-	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.giving--
@@ -277,6 +290,10 @@ func (s *Server) give(nc net.Conn, rest []byte, limit time.Time) bool {
 	s.handed.Add(1)
 	return true
 }
+
+// testHookAfterRegister, when set by a test, runs after Serve has registered a connection
+// (given it to a loop, or counted it as being handed to net/http) and let go of the lock.
+var testHookAfterRegister func()
 
 // testHookBeforeGive, when set by a test, runs between a connection leaving conns and
 // net/http taking it.
