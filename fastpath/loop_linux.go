@@ -667,7 +667,11 @@ func (w *worker) handOff(c *conn) {
 		}
 		return
 	}
-	if !s.give(nc, rest, limit) {
-		_ = nc.Close()
-	}
+	// On a goroutine of its own: net/http's accept loop may take a moment to come for it, and
+	// the loop's other connections need not wait for that.
+	go func() {
+		if !s.give(nc, rest, limit) {
+			_ = nc.Close()
+		}
+	}()
 }

@@ -462,3 +462,28 @@ func (ts *svServer) loops() []*worker {
 	defer ts.s.mu.Unlock()
 	return ts.s.workers
 }
+
+// TestHandOffDoesNotStallTheLoop: while net/http has not yet taken a connection handed to it,
+// the loop that handed it serves its other connections.
+func TestHandOffDoesNotStallTheLoop(t *testing.T) {
+	taking, release := make(chan struct{}), make(chan struct{})
+	ts := svStart(t, func(s *Server) {
+		s.Loops = 1
+		s.take = func(nc net.Conn) bool {
+			close(taking)
+			<-release
+			_ = nc.Close()
+			return true
+		}
+	})
+	handed := ts.dial(t)
+	handed.write(svGet("/other"))
+	<-taking
+	c := ts.dial(t)
+	for range 3 {
+		c.write(svGet("/fast"))
+		c.fast()
+	}
+	close(release)
+	handed.expectClosed(5 * time.Second)
+}
