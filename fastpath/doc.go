@@ -8,15 +8,17 @@
 // header map per response and the garbage they make). Reading the head from a buffer and
 // answering from precomputed bytes in one writev, allocating nothing, runs faster than nginx.
 //
-// Why event loops and not a goroutine per connection: goroutines parked on the runtime's
-// netpoller keep the process's threads busy running one connection after another, so a
-// process that needs one of the same cores (a load generator beside the server, the server's
-// own Python runs) waits for the scheduler's tick, 4 ms on this kernel, and that wait was the
-// p99. An event loop (Server.Loops of them, half the Ps by default), each blocking in its own
-// epoll set as nginx's workers do, gives its core back whenever nothing is ready: p99 fell from
-// 4 ms to 0.1–0.6 ms, a fifth or less of nginx's (BENCHMARKS.md, issue 16). Connections leave
-// the netpoller for a loop on accept (a duplicate of their descriptor) and go back to it,
-// through net.FileConn, when they are handed to net/http.
+// Why event loops and not a goroutine per connection: goroutines run on every P the runtime
+// has, so under load all of the process's threads stay busy answering, and whatever else
+// needs those cores (the load generator beside the server in the benchmark; in production the
+// server's own Python runs and chats) waits for the scheduler's tick, 4 ms on this kernel,
+// which was the p99. Event loops bound that work to Server.Loops threads (half the Ps by
+// default), each blocking in its own epoll set as nginx's workers do, so it never takes more
+// than its share of the cores and gives a core back whenever nothing is ready. On 2 cores with
+// one loop, p99 fell from 4 ms to 0.1–0.7 ms, a fifth or less of nginx's, at 1.2–1.3× its
+// rate; two loops brought the 4 ms back (BENCHMARKS.md, issue 16). Connections leave the
+// netpoller for a loop on accept (a duplicate of their descriptor) and go back to it, through
+// net.FileConn, when they are handed to net/http.
 //
 // What it understands is deliberately narrow: a GET or HEAD in origin form, HTTP/1.1, CRLF
 // line ends, a head that fits its 4 KB buffer, one Host, and no body, range, upgrade or
