@@ -140,14 +140,19 @@ func (w *worker) stop() {
 		w.acked = true
 		s.acked.Add(1)
 	}
-	// Queued after its last look (a loop that failed): closed, not lost.
+	// Queued after its last look (a loop that failed): never read, so net/http serves them.
 	w.mu.Lock()
 	q := w.queue
 	w.queue = nil
 	w.mu.Unlock()
 	for _, c := range q {
-		_ = unix.Close(c.fd)
 		s.live.Add(-1)
+		nc, err := fileConn(c.fd)
+		if err != nil {
+			continue
+		}
+		s.giving++ // under s.mu, with the ack: Shutdown waits for it
+		s.passOn(nc, nil, c.deadline)
 	}
 }
 
@@ -282,7 +287,7 @@ func (w *worker) takeQueued() {
 		w.setDeadline(c, c.deadline)
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: c.slot}
 		if err := unix.EpollCtl(w.ep, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
-			w.closeConn(c)
+			w.handOff(c) // never read: net/http serves it
 		}
 	}
 }
@@ -447,13 +452,13 @@ func (w *worker) process(c *conn) {
 			}
 			return
 		}
-		c.armed = false
 		c.resp.Reset()
 		c.resp.began = time.Now()
 		if v == refuse || !s.Answer(&c.req, &c.resp) || !c.resp.sent {
 			w.handOff(c)
 			return
 		}
+		c.armed = false
 		s.answered.Add(1)
 		c.closeAfter = c.req.Close || s.closing.Load()
 		c.headLen = n
@@ -644,14 +649,13 @@ func (w *worker) handOff(c *conn) {
 	s := w.s
 	_ = unix.EpollCtl(w.ep, unix.EPOLL_CTL_DEL, c.fd, nil)
 	rest := append([]byte(nil), c.buf[c.r:c.n]...)
-	// A head that began under the fast path's header timeout keeps what is left of it.
+	// A head read under the fast path's header timeout keeps what is left of it (the idle
+	// timeout, running when a whole head came at once, is no limit on net/http's reading).
 	var limit time.Time
-	if c.state == reading {
+	if c.state == reading && (!c.started || c.armed) {
 		limit = c.deadline
 	}
-	f := os.NewFile(uintptr(c.fd), "fastpath")
-	nc, err := net.FileConn(f)
-	_ = f.Close()
+	nc, err := fileConn(c.fd)
 	// Counted as giving before the loop lets it go, so Shutdown cannot miss it.
 	s.mu.Lock()
 	s.giving++
@@ -667,11 +671,14 @@ func (w *worker) handOff(c *conn) {
 		}
 		return
 	}
-	// On a goroutine of its own: net/http's accept loop may take a moment to come for it, and
-	// the loop's other connections need not wait for that.
-	go func() {
-		if !s.give(nc, rest, limit) {
-			_ = nc.Close()
-		}
-	}()
+	s.passOn(nc, rest, limit)
+}
+
+// fileConn makes the socket fd, which has left the loops, a net.Conn on the runtime's
+// netpoller; fd is closed either way (the net.Conn has a duplicate).
+func fileConn(fd int) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "fastpath")
+	nc, err := net.FileConn(f)
+	_ = f.Close()
+	return nc, err
 }

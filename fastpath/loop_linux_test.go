@@ -346,7 +346,10 @@ func TestAFailedLoopIsPassedOver(t *testing.T) {
 	if err := unix.Dup2(int(null.Fd()), w.ep); err != nil {
 		t.Fatal(err)
 	}
-	ts.s.wakeWorkers()
+	// A connection given to the loop now cannot join its epoll set: net/http serves it.
+	b := ts.dial(t)
+	b.write(svGet("/fast"))
+	b.netHTTP("GET")
 	c.expectClosed(5 * time.Second)
 	eventually(t, "the loop to stop", func() bool {
 		ts.s.mu.Lock()
@@ -486,4 +489,79 @@ func TestHandOffDoesNotStallTheLoop(t *testing.T) {
 	}
 	close(release)
 	handed.expectClosed(5 * time.Second)
+}
+
+// TestHandOffAfterAnAnswerHasNoReadLimit: a request whose whole head came while the idle
+// timeout ran (after a fast answer) goes to net/http without that deadline: net/http alone
+// decides how long its body may take (here, with no ReadTimeout, as long as it likes).
+func TestHandOffAfterAnAnswerHasNoReadLimit(t *testing.T) {
+	ts := svStart(t, func(s *Server) { s.HTTP.IdleTimeout = 500 * time.Millisecond })
+	c := ts.dial(t)
+	c.write(svGet("/fast"))
+	c.fast()
+	time.Sleep(300 * time.Millisecond)
+	c.write("POST /x HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\n")
+	time.Sleep(400 * time.Millisecond) // past the fast path's idle deadline
+	c.write("abc")
+	if rep := c.netHTTP("POST"); string(rep.Body) != "abc" {
+		t.Fatalf("net/http read %q, want the body", rep.Body)
+	}
+}
+
+// TestAStoppedLoopPassesItsQueueOn: connections queued to a loop that stops before it took
+// them (it failed) are handed to net/http unread, and counted until net/http has them.
+func TestAStoppedLoopPassesItsQueueOn(t *testing.T) {
+	handed := make(chan net.Conn, 1)
+	s := &Server{Answer: svAnswer, HTTP: &http.Server{}, take: func(nc net.Conn) bool {
+		handed <- nc
+		return true
+	}}
+	w, err := newWorker(s) // not running: its queue stays as adopt leaves it
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.workers = []*worker{w}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	adopted := s.adopt(nc)
+	s.mu.Unlock()
+	if !adopted || s.live.Load() != 1 {
+		t.Fatalf("adopted %v, %d live", adopted, s.live.Load())
+	}
+	req := svGet("/fast")
+	_, _ = io.WriteString(client, req)
+	w.stop()
+	var hc net.Conn
+	select {
+	case hc = <-handed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the queued connection was not handed to net/http")
+	}
+	defer hc.Close()
+	_ = hc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, len(req))
+	if _, err := io.ReadFull(hc, got); err != nil || string(got) != req {
+		t.Fatalf("net/http read %q, %v; want %q", got, err, req)
+	}
+	if s.live.Load() != 0 || s.acked.Load() != 1 {
+		t.Fatalf("%d live, %d acked; want 0 and 1", s.live.Load(), s.acked.Load())
+	}
+	eventually(t, "the hand-off counted out", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.giving == 0
+	})
 }

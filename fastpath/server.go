@@ -110,7 +110,8 @@ func (s *Server) loops() int {
 var ErrServerClosed = http.ErrServerClosed
 
 // Serve accepts connections on ln until Shutdown and gives each to an event loop (or, where
-// there are none, to HTTP). It returns ErrServerClosed after Shutdown, or the error that stopped HTTP or the listener.
+// there are none, to HTTP). The loops end by themselves once Serve has returned and their
+// connections are done; HTTP, serving on its own listener, ends only with Shutdown. It returns ErrServerClosed after Shutdown, or the error that stopped HTTP or the listener.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.Answer == nil || s.HTTP == nil {
 		return errors.New("fastpath: Serve needs Answer and HTTP")
@@ -289,6 +290,17 @@ func (s *Server) give(nc net.Conn, rest []byte, limit time.Time) bool {
 	}
 	s.handed.Add(1)
 	return true
+}
+
+// passOn gives nc to net/http on a goroutine of its own: net/http's accept loop may take a
+// moment to come for it, and an event loop's other connections need not wait for that. The
+// caller has counted it in giving.
+func (s *Server) passOn(nc net.Conn, rest []byte, limit time.Time) {
+	go func() {
+		if !s.give(nc, rest, limit) {
+			_ = nc.Close()
+		}
+	}()
 }
 
 // testHookAfterRegister, when set by a test, runs after Serve has registered a connection
