@@ -110,8 +110,9 @@ func (s *Server) loops() int {
 var ErrServerClosed = http.ErrServerClosed
 
 // Serve accepts connections on ln until Shutdown and gives each to an event loop (or, where
-// there are none, to HTTP). The loops end by themselves once Serve has returned and their
-// connections are done; HTTP, serving on its own listener, ends only with Shutdown. It returns ErrServerClosed after Shutdown, or the error that stopped HTTP or the listener.
+// there are none, to HTTP). It returns ErrServerClosed after Shutdown, or the error that
+// stopped HTTP or the listener. The loops end by themselves once Serve has returned and their
+// connections are done; HTTP, serving on its own listener, ends only with Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.Answer == nil || s.HTTP == nil {
 		return errors.New("fastpath: Serve needs Answer and HTTP")
