@@ -194,11 +194,6 @@ func (s *Server) adopt(nc net.Conn) bool {
 	if rc.Control(func(f uintptr) { fd, _ = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }) != nil || fd < 0 {
 		return false
 	}
-	// One allocation per connection, none per request; not pooled, so that a conn the loop
-	// let go can never come back as another while the loop still looks at it.
-	c := &conn{fd: fd, resp: Response{header: make([]byte, 0, 512), out: make([]byte, 0, 1024)}}
-	// A connection's first request has the header timeout from the start, as in net/http.
-	c.deadline = after(time.Now(), s.headerTimeout())
 	// The next loop in turn that still runs (one whose epoll set failed has stopped).
 	var w *worker
 	for range s.workers {
@@ -212,6 +207,11 @@ func (s *Server) adopt(nc net.Conn) bool {
 		return false
 	}
 	_ = nc.Close() // the socket lives on in fd
+	// One allocation per connection, none per request; not pooled, so that a conn the loop
+	// let go can never come back as another while the loop still looks at it. Its first
+	// request has the header timeout from the start, as in net/http.
+	c := &conn{fd: fd, deadline: after(time.Now(), s.headerTimeout()),
+		resp: Response{header: make([]byte, 0, 512), out: make([]byte, 0, 1024)}}
 	s.live.Add(1)
 	w.given.Add(1)
 	w.mu.Lock()
@@ -307,15 +307,10 @@ func (w *worker) shutDown() {
 }
 
 func (w *worker) closeAll() {
-	for _, c := range w.slots {
-		if c != nil {
-			w.cut(c)
-		}
-	}
 	w.takeQueued()
 	for _, c := range w.slots {
 		if c != nil {
-			w.closeConn(c)
+			w.cut(c)
 		}
 	}
 }
@@ -652,25 +647,23 @@ func (w *worker) handOff(c *conn) {
 	// A head read under the fast path's header timeout keeps what is left of it (the idle
 	// timeout, running when a whole head came at once, is no limit on net/http's reading).
 	var limit time.Time
-	if c.state == reading && (!c.started || c.armed) {
+	if !c.started || c.armed {
 		limit = c.deadline
 	}
 	nc, err := fileConn(c.fd)
-	// Counted as giving before the loop lets it go, so Shutdown cannot miss it.
-	s.mu.Lock()
-	s.giving++
-	s.mu.Unlock()
-	c.fd = -1
-	w.release(c)
+	c.fd = -1 // closed by fileConn
 	if err != nil {
-		s.mu.Lock()
-		s.giving--
-		s.mu.Unlock()
+		w.release(c)
 		if s.Log != nil {
 			s.Log.Error("fast path: handing a connection to net/http", slog.Any("error", err))
 		}
 		return
 	}
+	// Counted as giving before the loop lets it go, so Shutdown cannot miss it.
+	s.mu.Lock()
+	s.giving++
+	s.mu.Unlock()
+	w.release(c)
 	s.passOn(nc, rest, limit)
 }
 

@@ -23,10 +23,8 @@ const headBuffer = 4 << 10
 // writing an answer is bounded by WriteTimeout (150 s when zero).
 //
 // On Linux its connections are served by event loops (Loops of them), each waiting in its own
-// epoll set, as nginx's workers do: a loop that has nothing to do sleeps in the kernel and
-// gives its core up at once, where goroutines parked on the netpoller keep the process's
-// threads running, and whatever else needs those cores (a load generator, the server's own
-// Python runs) waits for the scheduler's tick. Elsewhere every connection goes to HTTP.
+// epoll set, as nginx's workers do, so the answering never takes more than Loops threads
+// (why that bound matters: the package doc). Elsewhere every connection goes to HTTP.
 type Server struct {
 	// Answer fills w for r and returns true, or returns false to leave the request, and the
 	// connection from then on, to HTTP. It runs on the event loop serving the connection, so

@@ -23,13 +23,7 @@ func TestAccessLogFlag(t *testing.T) {
 		{[]string{"--access-log", "often"}, "", ""},
 		{nil, "1.5", ""},
 	} {
-		getenv := func(k string) string {
-			if k == "ASSISTANT_ACCESS_LOG" {
-				return tc.env
-			}
-			return ""
-		}
-		s, err := parseServe(tc.args, getenv, io.Discard)
+		s, err := parseServe(tc.args, envWith("ASSISTANT_ACCESS_LOG", tc.env), io.Discard)
 		if tc.want == "" {
 			if err == nil {
 				t.Errorf("%v, env %q: no error", tc.args, tc.env)
@@ -64,13 +58,7 @@ func TestFastPathFlag(t *testing.T) {
 		{[]string{"--fast-path", "1025"}, "", "", 0},
 		{[]string{"--fast-path", "99999999999999999999"}, "", "", 0},
 	} {
-		getenv := func(k string) string {
-			if k == "ASSISTANT_FAST_PATH" {
-				return tc.env
-			}
-			return ""
-		}
-		s, err := parseServe(tc.args, getenv, io.Discard)
+		s, err := parseServe(tc.args, envWith("ASSISTANT_FAST_PATH", tc.env), io.Discard)
 		if tc.want == "" {
 			if err == nil {
 				t.Errorf("%v, env %q: no error", tc.args, tc.env)
@@ -83,5 +71,15 @@ func TestFastPathFlag(t *testing.T) {
 			t.Errorf("%v, env %q: fast path %v with %d loops, %v; want %s with %d",
 				tc.args, tc.env, s.fastPath, s.fastLoops, err, tc.want, tc.loops)
 		}
+	}
+}
+
+// envWith is a getenv that knows one variable.
+func envWith(key, value string) func(string) string {
+	return func(k string) string {
+		if k == key {
+			return value
+		}
+		return ""
 	}
 }
