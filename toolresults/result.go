@@ -2,6 +2,7 @@ package toolresults
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -99,7 +100,7 @@ func (r *Result) TextUnder(header string) string {
 	blocks := []string{header, "status: " + r.Status}
 	fence := func(tag, body string) {
 		if body != "" {
-			blocks = append(blocks, "<"+tag+">\n"+body+"\n</"+tag+">")
+			blocks = append(blocks, "<"+tag+">\n"+Defang(body)+"\n</"+tag+">")
 		}
 	}
 	fence("summary", r.Summary)
@@ -122,6 +123,21 @@ func (r *Result) TextUnder(header string) string {
 		}
 	}
 	return text
+}
+
+// fenceTagRE matches what could read as a tag of the fences TextUnder writes: an opening or
+// closing tag of one of their names, in any case, with spaces inside the bracket, attributes
+// or no closing ">" at all (a model reads "</stdout >" and "</STDOUT" as the fence's end).
+var fenceTagRE = regexp.MustCompile(`(?i)<(\s*/?\s*(?:summary|stdout|stderr|artifacts)\b)`)
+
+// Defang neutralises the fence tags in data that goes inside a fence, so the data cannot close
+// its fence and have what follows read as outside it: the "<" of each becomes "&lt;". Nothing
+// else changes (HTML or XML a program prints stays as it was).
+func Defang(s string) string {
+	if !strings.Contains(s, "<") {
+		return s
+	}
+	return fenceTagRE.ReplaceAllString(s, "&lt;$1")
 }
 
 // LiveBlocks is the content of the tool message for the model run that reads this result; it is
