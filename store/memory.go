@@ -31,7 +31,9 @@ const pruneEvery = time.Minute
 // EnsureSession fails with ErrFull. Every eviction is logged.
 //
 // Kept run files are bounded for the whole process (Limits.ArtifactBytes): the oldest runs'
-// files, of any session, go first.
+// files, of any session, go first. Attached files, which are never evicted, share that budget,
+// and each community may hold at most its share of it (FileLimits.Communities), and each
+// client at most FileLimits.MaxClientBytes in a community.
 //
 // Memory stays bounded: expired sessions, released or expired locks, ended rate-limit windows
 // and old cost totals are swept at most every minute of the store's clock, and dropped on
@@ -69,6 +71,10 @@ type costKey struct{ community, period string }
 
 type memCommunity struct {
 	sessions map[string]*memSession
+	// fileBytes is what the community's attached files count against the budget, clients the
+	// same by the client that attached them.
+	fileBytes int64
+	clients   map[string]int64
 	// idle holds the sessions without a parked call, least recently active first; parked the
 	// others, the longest parked first. A session is in exactly one of them.
 	idle, parked list.List // of *memSession
@@ -79,6 +85,7 @@ type memSession struct {
 	created, active int64 // unix ms
 	history         []json.RawMessage
 	park            *memPark
+	interpreter     string        // SetInterpreter's record
 	q               *list.List    // idle or parked of its community
 	elem            *list.Element // in q
 	runs            []*memRun     // oldest first, at most MaxArtifactRuns
@@ -89,10 +96,12 @@ type memSession struct {
 	recorded int
 }
 
-// memFile is one attached reader file.
+// memFile is one attached reader file: data is the caller's own slice (NewFile), never
+// changed, so it can be handed out to be read without a copy (ViewFile).
 type memFile struct {
-	meta SessionFile
-	data []byte
+	meta   SessionFile
+	data   []byte
+	client string
 }
 
 type memPark struct {
@@ -240,7 +249,7 @@ func (m *Memory) remove(community, id string) {
 		m.dropRun(r)
 	}
 	for _, f := range s.files {
-		m.fileBytes -= fileSize(f.meta)
+		m.uncount(com, f)
 	}
 	delete(com.sessions, id)
 	if len(com.sessions) == 0 {
@@ -492,13 +501,19 @@ func (m *Memory) dropRun(r *memRun) {
 	r.owner.runs = slices.DeleteFunc(r.owner.runs, func(x *memRun) bool { return x == r })
 }
 
-// Artifact returns one kept file.
+// Artifact returns a copy of one kept file.
 func (m *Memory) Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error) {
+	b, err := m.ViewArtifact(ctx, community, id, callID, path)
+	return bytes.Clone(b), err
+}
+
+// ViewArtifact returns one kept file, the store's own bytes: they are never changed.
+func (m *Memory) ViewArtifact(ctx context.Context, community, id, callID, path string) ([]byte, error) {
 	return readLive(ctx, m, community, id, func(s *memSession) ([]byte, error) {
 		for _, r := range s.runs {
 			if r.callID == callID {
 				if b, ok := r.files[path]; ok {
-					return bytes.Clone(b), nil
+					return b, nil
 				}
 			}
 		}
@@ -741,11 +756,13 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // per-entry overhead.
 func fileSize(f SessionFile) int64 { return f.Bytes + int64(len(f.Name)) + runOverhead }
 
-// PutFiles attaches files to the session, all or nothing, within its limits and the budget.
+// PutFiles attaches files to the session, all or nothing, within its limits, the client's and
+// the community's share of the budget. It keeps each file's Data as it is.
 func (m *Memory) PutFiles(ctx context.Context, community, id string, files []NewFile, lim FileLimits) ([]SessionFile, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	files = lastByName(files)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock()
@@ -753,46 +770,97 @@ func (m *Memory) PutFiles(ctx context.Context, community, id string, files []New
 	if s == nil {
 		return nil, ErrNotFound
 	}
-	next := make(map[string]SessionFile, len(s.files)+len(files))
-	for name, f := range s.files {
-		next[name] = f.meta
+	com := m.communities[community]
+	for i, f := range files {
+		clash := func(name string) bool { return name != f.Name && strings.EqualFold(name, f.Name) }
+		if slices.ContainsFunc(files[:i], func(g NewFile) bool { return clash(g.Name) }) {
+			return nil, ErrNameClash
+		}
+		for name := range s.files {
+			if clash(name) {
+				return nil, ErrNameClash
+			}
+		}
 	}
 	metas := make([]SessionFile, len(files))
+	count, total := len(s.files), int64(0)
+	var delta, clientDelta int64 // what the budget and lim.Client's count gain
+	for _, f := range s.files {
+		total += f.meta.Bytes
+	}
 	for i, f := range files {
 		metas[i] = newFileMeta(f, now)
-		next[f.Name] = metas[i]
+		if old := s.files[f.Name]; old != nil {
+			total -= old.meta.Bytes
+			delta -= fileSize(old.meta)
+			if old.client == lim.Client {
+				clientDelta -= fileSize(old.meta)
+			}
+		} else {
+			count++
+		}
+		total += metas[i].Bytes
+		delta += fileSize(metas[i])
+		clientDelta += fileSize(metas[i])
 	}
-	var total, before int64
-	for _, f := range next {
-		total += f.Bytes
-	}
-	for _, f := range s.files {
-		before += fileSize(f.meta)
-	}
-	var after int64
-	for _, f := range next {
-		after += fileSize(f)
-	}
+	share := m.limits.ArtifactBytes / int64(max(1, lim.Communities))
 	switch {
-	case len(next) > lim.MaxFiles:
+	case count > lim.MaxFiles:
 		return nil, ErrTooManyFiles
 	case total > lim.MaxSessionBytes:
 		return nil, ErrSessionFilesFull
-	case m.fileBytes-before+after > m.limits.ArtifactBytes:
+	case lim.Client != "" && clientDelta > 0 && com.clients[lim.Client]+clientDelta > lim.maxClient(share):
+		return nil, ErrClientFilesFull
+	case delta > 0 && (com.fileBytes+delta > share || m.fileBytes+delta > m.limits.ArtifactBytes):
 		return nil, ErrArtifactBudget // even with every run's files gone it would not fit
 	}
 	if s.files == nil {
 		s.files = make(map[string]*memFile, len(files))
 	}
 	for i, f := range files {
-		s.files[f.Name] = &memFile{meta: metas[i], data: bytes.Clone(f.Data)}
+		if old := s.files[f.Name]; old != nil {
+			m.uncount(com, old)
+		}
+		nf := &memFile{meta: metas[i], data: f.Data, client: lim.Client}
+		s.files[f.Name] = nf
+		m.count(com, nf)
 	}
-	m.fileBytes += after - before
 	for m.runBytes+m.fileBytes > m.limits.ArtifactBytes {
 		m.dropRun(m.runs.Front().Value.(*memRun))
 	}
-	m.touch(m.communities[community], s, now)
+	m.touch(com, s, now)
 	return sortedFiles(s.files), nil
+}
+
+// lastByName keeps, of files with the same name, the last (a later one replaces an earlier).
+func lastByName(files []NewFile) []NewFile {
+	out := make([]NewFile, 0, len(files))
+	for i, f := range files {
+		if !slices.ContainsFunc(files[i+1:], func(g NewFile) bool { return g.Name == f.Name }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// count adds an attached file to the process's, the community's and its client's totals;
+// uncount takes it out. The caller holds m.mu.
+func (m *Memory) count(com *memCommunity, f *memFile) { m.addFile(com, f, fileSize(f.meta)) }
+
+func (m *Memory) uncount(com *memCommunity, f *memFile) { m.addFile(com, f, -fileSize(f.meta)) }
+
+func (m *Memory) addFile(com *memCommunity, f *memFile, n int64) {
+	m.fileBytes += n
+	com.fileBytes += n
+	if f.client == "" {
+		return
+	}
+	if com.clients == nil {
+		com.clients = make(map[string]int64)
+	}
+	if com.clients[f.client] += n; com.clients[f.client] <= 0 {
+		delete(com.clients, f.client)
+	}
 }
 
 func newFileMeta(f NewFile, now int64) SessionFile {
@@ -829,6 +897,16 @@ func (m *Memory) File(ctx context.Context, community, id, name string) (SessionF
 	return f.meta, bytes.Clone(f.data), nil
 }
 
+// ViewFile returns one attached file's bytes, the store's own: they are never changed.
+func (m *Memory) ViewFile(ctx context.Context, community, id, name string) ([]byte, error) {
+	return readLive(ctx, m, community, id, func(s *memSession) ([]byte, error) {
+		if f := s.files[name]; f != nil {
+			return f.data, nil
+		}
+		return nil, ErrNotFound
+	})
+}
+
 // DeleteFile removes one attached file.
 func (m *Memory) DeleteFile(ctx context.Context, community, id, name string) (bool, error) {
 	if err := ctx.Err(); err != nil {
@@ -840,7 +918,7 @@ func (m *Memory) DeleteFile(ctx context.Context, community, id, name string) (bo
 	if s == nil || s.files[name] == nil {
 		return false, nil
 	}
-	m.fileBytes -= fileSize(s.files[name].meta)
+	m.uncount(m.communities[community], s.files[name])
 	delete(s.files, name)
 	return true, nil
 }

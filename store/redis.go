@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -67,6 +68,8 @@ type redisConn interface {
 	HGetAll(ctx context.Context, key string) *redis.MapStringStringCmd
 	LRange(ctx context.Context, key string, start, stop int64) *redis.StringSliceCmd
 	Time(ctx context.Context) *redis.TimeCmd
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+	Get(ctx context.Context, key string) *redis.StringCmd
 	Close() error
 }
 
@@ -96,6 +99,8 @@ type redisConn interface {
 //	P a:{c}:fm:i        hash {name: SessionFile JSON}   TTL the same
 //	P a:{c}:fexp|fsize|ftotal  sessions with files by expiry, their bytes, the total (counted in
 //	                    ArtifactBytes)                  TTL the longest-lived files'
+//	P a:{c}:fown|fclient  each session's files' clients and bytes, each client's total (bounded
+//	                    by FileLimits.MaxClientBytes)   TTL the same
 //	P cost:{c}:YYYY-MM-DD float (USD)                   TTL 48 h, refreshed by AddCost
 //	P cost:{c}:YYYY-MM  float (USD)                     TTL 40 days, refreshed by AddCost
 //
@@ -116,7 +121,8 @@ type redisConn interface {
 //
 // NewRedis fails when the first PING fails, so a process does not start without its store.
 // Afterwards every method returns the error (after the client's timeouts, 2 s by default, and
-// one retry); nothing is guessed: Allow reports ok == false alongside the error, and the caller
+// one retry); nothing is guessed, except that PutFiles and DeleteFile find out whether a write
+// whose answer was lost ran (settle), so that their answer says what is stored: Allow reports ok == false alongside the error, and the caller
 // must fail the request (refuse rather than serve unmetered). No method turns a Redis failure
 // into ErrNotFound, ErrNoParkedCall or ErrBusy. A write whose reply was lost and that the
 // client sent again runs once (operation keys); a turn lock whose take or release failed is
@@ -128,6 +134,8 @@ type Redis struct {
 	limits Limits
 	now    func() time.Time
 	log    *slog.Logger
+	// window is writeWindow; tests shorten it.
+	window time.Duration
 	// bg ends the background releases of turn locks (Close cancels it and waits for them).
 	bg     context.Context
 	stopBg context.CancelFunc
@@ -176,7 +184,7 @@ func NewRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &Redis{c: client, prefix: prefix, limits: opts.Limits.withDefaults(), now: opts.Now, log: log, bg: bg, stopBg: stop}, nil
+	return &Redis{c: client, prefix: prefix, limits: opts.Limits.withDefaults(), now: opts.Now, log: log, window: writeWindow, bg: bg, stopBg: stop}, nil
 }
 
 func enc(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
@@ -273,6 +281,26 @@ func (r *Redis) Artifact(ctx context.Context, community, id, callID, path string
 	return []byte(b), nil
 }
 
+// ViewArtifact is Artifact without a copy of the reply's bytes.
+func (r *Redis) ViewArtifact(ctx context.Context, community, id, callID, path string) ([]byte, error) {
+	if _, err := r.Session(ctx, community, id); err != nil {
+		return nil, err
+	}
+	a := r.artifactKeys(community)
+	b, err := runFileScript.Run(ctx, r.c, []string{a.run(id, callID), a.rexp}, r.nowArg(), path).Text()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, wrap("artifact", err)
+	}
+	return readOnly(b), nil
+}
+
+// readOnly is s's bytes without a copy. go-redis makes each reply string from a buffer of its
+// own (without a copy either), so the bytes are not shared; the callers only read them.
+func readOnly(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // ArtifactPaths lists one live run's paths (runPathsScript), sorted.
 func (r *Redis) ArtifactPaths(ctx context.Context, community, id, callID string) ([]string, error) {
 	if _, err := r.Session(ctx, community, id); err != nil {
@@ -368,11 +396,17 @@ func sessionFrom(community, id string, v []any) (Session, error) {
 	}, nil
 }
 
-// toInt reads an integer reply or a decimal string.
+// toInt reads an integer reply, a decimal string, or a whole JSON number (a reply read back
+// from its operation key).
 func toInt(x any) (int64, error) {
 	switch v := x.(type) {
 	case int64:
 		return v, nil
+	case float64:
+		if v != float64(int64(v)) {
+			return 0, fmt.Errorf("reply %v is not a whole number", v)
+		}
+		return int64(v), nil
 	case string:
 		return strconv.ParseInt(v, 10, 64)
 	default:
@@ -504,7 +538,8 @@ func (r *Redis) DeleteSession(ctx context.Context, community, id string) error {
 
 // PutFiles attaches files in putFilesScript, all or nothing. They expire with the session (its
 // expiry is passed, and judged by the script's clock); every later refresh of the session
-// moves them along (touchAfter).
+// moves them along (touchAfter). The script answers the session's files, so nothing is read
+// after the write; a write whose answer was lost is settled before PutFiles answers.
 func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewFile, lim FileLimits) ([]SessionFile, error) {
 	s, err := r.Session(ctx, community, id)
 	if err != nil {
@@ -516,19 +551,40 @@ func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewF
 	}
 	a := r.artifactKeys(community)
 	exp := s.LastActive.UnixMilli() + r.sttl()
-	args := []any{r.nowArg(), exp, r.limits.ArtifactBytes, lim.MaxFiles, lim.MaxSessionBytes, runOverhead, enc(id)}
-	for _, f := range files {
+	args := []any{r.nowArg(), exp, r.limits.ArtifactBytes, lim.MaxFiles, lim.MaxSessionBytes, runOverhead, enc(id),
+		lim.Client, lim.maxClient(r.limits.ArtifactBytes), now.Add(r.window).UnixMilli()}
+	for _, f := range lastByName(files) {
 		meta, err := json.Marshal(newFileMeta(f, now.UnixMilli()))
 		if err != nil {
 			return nil, fmt.Errorf("store: encoding a file's metadata: %w", err)
 		}
 		args = append(args, f.Name, meta, f.Data)
 	}
-	n, err := putFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.idx, a.size, a.owner, a.total, a.rexp, a.ftotal, a.fexp, a.fsize, a.op()}, args...).Int64()
+	op := a.op()
+	until := time.Now().Add(r.window + settleMargin)
+	v, err := putFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.idx, a.size, a.owner, a.total, a.rexp, a.ftotal, a.fexp, a.fsize, op}, args...).Result()
+	if err != nil {
+		if v, err = r.settle(ctx, op, until, wrap("put files", err)); err != nil {
+			return nil, err
+		}
+	}
+	return filesReply(v)
+}
+
+// filesReply decodes putFilesScript's reply: from the script ({1, name, meta, ...} with an
+// integer) or from its operation key (the same as JSON, numbers as float64).
+func filesReply(v any) ([]SessionFile, error) {
+	var status any = v
+	list, isList := v.([]any)
+	if isList && len(list) > 0 {
+		status = list[0]
+	}
+	n, err := toInt(status)
 	if err != nil {
 		return nil, wrap("put files", err)
 	}
 	switch n {
+	case 1:
 	case -1:
 		return nil, ErrTooManyFiles
 	case -2:
@@ -537,8 +593,90 @@ func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewF
 		return nil, ErrArtifactBudget
 	case -4:
 		return nil, ErrNotFound
+	case -5:
+		return nil, ErrClientFilesFull
+	case -6:
+		return nil, ErrNameClash
+	default: // -7: it ran past its deadline, so it wrote nothing
+		return nil, wrap("put files", fmt.Errorf("reply %d", n))
 	}
-	return r.Files(ctx, community, id)
+	if !isList || len(list)%2 != 1 {
+		return nil, wrap("put files", fmt.Errorf("reply has %d items", len(list)))
+	}
+	out := make([]SessionFile, 0, len(list)/2)
+	for i := 2; i < len(list); i += 2 {
+		meta, ok := list[i].(string)
+		var f SessionFile
+		if !ok || json.Unmarshal([]byte(meta), &f) != nil {
+			return nil, wrap("put files", fmt.Errorf("reply item %d is not a file's metadata", i))
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b SessionFile) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// writeWindow is how long after it was sent a write of attached files (PutFiles, DeleteFile)
+// may still take effect: a script that runs later, having waited in a stalled server while its
+// caller gave up, writes nothing. settleMargin allows for the caller's clock and the server's
+// to differ.
+const (
+	writeWindow  = 10 * time.Second
+	settleMargin = time.Second
+)
+
+// settledMark is what settle leaves under an operation key whose script had not run: once()
+// returns it instead of running the script, as -7 (past its deadline).
+const settledMark = "-7"
+
+// settle finds out whether a script whose answer was lost (cause) ran, and answers what it
+// did. It claims the script's operation key with settledMark: if the claim succeeds the script
+// had not run and never will (once() finds the mark), and settle returns cause; if the key is
+// there already it holds the script's reply, which settle returns as JSON values. It tries
+// until Redis answers or until (the write's window and the margin, by this process's clock);
+// past that the script's own deadline keeps it from writing, and cause is returned.
+func (r *Redis) settle(ctx context.Context, op string, until time.Time, cause error) (any, error) {
+	ctx = context.WithoutCancel(ctx) // the client's leaving does not change what was stored
+	wait := 50 * time.Millisecond
+	for {
+		v, done := r.settleOnce(ctx, op)
+		if done {
+			if v == nil {
+				r.log.LogAttrs(ctx, slog.LevelInfo, "a write whose answer was lost had not run; it never will", slog.Any("error", cause))
+				return nil, cause
+			}
+			r.log.LogAttrs(ctx, slog.LevelInfo, "a write whose answer was lost had run; answering its reply", slog.Any("error", cause))
+			return v, nil
+		}
+		if !time.Now().Add(wait).Before(until) {
+			return nil, cause
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// settleOnce is one try of settle: done when Redis answered, with the script's reply, or nil
+// when the mark was set.
+func (r *Redis) settleOnce(ctx context.Context, op string) (any, bool) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	set, err := r.c.SetNX(ctx, op, settledMark, opTTL).Result()
+	if err != nil {
+		return nil, false
+	}
+	if set {
+		return nil, true
+	}
+	prior, err := r.c.Get(ctx, op).Result()
+	if err != nil {
+		return nil, false
+	}
+	var v any
+	if err := json.Unmarshal([]byte(prior), &v); err != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 // Files lists the session's attached files by name.
@@ -583,12 +721,42 @@ func (r *Redis) File(ctx context.Context, community, id, name string) (SessionFi
 	return f, []byte(v[1]), nil
 }
 
-// DeleteFile removes one attached file (deleteFileScript).
-func (r *Redis) DeleteFile(ctx context.Context, community, id, name string) (bool, error) {
+// ViewFile is File's bytes without a copy of the reply.
+func (r *Redis) ViewFile(ctx context.Context, community, id, name string) ([]byte, error) {
+	if _, err := r.Session(ctx, community, id); err != nil {
+		return nil, err
+	}
 	a := r.artifactKeys(community)
-	n, err := deleteFileScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.fexp, a.fsize, a.op()}, r.nowArg(), name, runOverhead, enc(id)).Int64()
+	v, err := getFileScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.fexp}, r.nowArg(), enc(id), name).StringSlice()
 	if err != nil {
-		return false, wrap("delete file", err)
+		return nil, wrap("file", err)
+	}
+	if len(v) != 2 {
+		return nil, ErrNotFound
+	}
+	return readOnly(v[1]), nil
+}
+
+// DeleteFile removes one attached file (deleteFileScript); a delete whose answer was lost is
+// settled before it answers.
+func (r *Redis) DeleteFile(ctx context.Context, community, id, name string) (bool, error) {
+	now, err := r.clock(ctx)
+	if err != nil {
+		return false, err
+	}
+	a := r.artifactKeys(community)
+	op := a.op()
+	until := time.Now().Add(r.window + settleMargin)
+	v, err := deleteFileScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.fexp, a.fsize, op}, r.nowArg(), name, runOverhead, enc(id),
+		now.Add(r.window).UnixMilli()).Result()
+	if err != nil {
+		if v, err = r.settle(ctx, op, until, wrap("delete file", err)); err != nil {
+			return false, err
+		}
+	}
+	n, err := toInt(v)
+	if err != nil || n < 0 {
+		return false, wrap("delete file", fmt.Errorf("reply %v (%v)", v, err))
 	}
 	return n == 1, nil
 }

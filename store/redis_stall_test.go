@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,7 +60,8 @@ func startOwnRedis(t *testing.T) *ownRedis {
 			// of each is refused (NOSCRIPT) and its EVAL never sees a stall's retry.
 			for _, sc := range []*redis.Script{ensureScript, appendScript, parkScript, parkedScript, claimScript,
 				abandonScript, lockScript, unlockScript, allowScript, costScript, putRunScript, dropRunsScript, putRecordScript,
-				touchScript, runFileScript, runPathsScript} {
+				touchScript, runFileScript, runPathsScript, putFilesScript, listFilesScript, getFileScript, deleteFileScript,
+				dropFilesScript} {
 				if err := sc.Load(context.Background(), c).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -284,4 +286,156 @@ func lockWithin5s(ctx context.Context, s *Redis, id string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return err
+}
+
+// stallingConn stops the test's redis-server just before the first call of the script whose
+// SHA is sha goes out, as if the server stalled with that command in flight; stopped is closed
+// then.
+type stallingConn struct {
+	redisConn
+	r       *ownRedis
+	sha     string
+	once    sync.Once
+	stopped chan struct{}
+}
+
+func (c *stallingConn) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if sha == c.sha {
+		c.once.Do(func() {
+			_ = c.r.cmd.Process.Signal(syscall.SIGSTOP)
+			close(c.stopped)
+		})
+	}
+	return c.redisConn.EvalSha(ctx, sha, keys, args...)
+}
+
+// stallOn makes s stall the server when it sends sc (stallingConn).
+func stallOn(s *Redis, r *ownRedis, sc *redis.Script) *stallingConn {
+	c := &stallingConn{redisConn: s.c, r: r, sha: sc.Hash(), stopped: make(chan struct{})}
+	s.c = c
+	return c
+}
+
+// TestRedisStallFilesAnswerWhatIsKept (issue 22, item 15): the server stalls with uploads and
+// deletes in flight, past both of the client's tries. Whatever each call answers must be what
+// is stored once the server is back: an error means nothing of it was kept (or deleted), a
+// success that all of it was. Several calls run into one stall, so that both outcomes of the
+// race between a late script and the store's settling are met. A stall that outlasts the
+// write's window (shortened here) must leave nothing written either, though the script runs
+// when the server continues.
+func TestRedisStallFilesAnswerWhatIsKept(t *testing.T) {
+	r := startOwnRedis(t)
+	ctx := context.Background()
+	lim := FileLimits{MaxFiles: 4, MaxSessionBytes: 1 << 20}
+	file := func(name string) []NewFile { return []NewFile{{Name: name, Type: "csv", Data: []byte("a,b\n1,2\n")}} }
+	const calls = 6
+	for _, tc := range []struct {
+		name   string
+		stall  time.Duration
+		window time.Duration // 0: the store's own
+		// wantErr: every call must fail (the stall outlasts its window)
+		wantErr bool
+	}{
+		{"a stall past both tries", stallLong, 0, false},
+		{"a stall past the write's window", 3 * time.Second, 1500 * time.Millisecond, true},
+	} {
+		t.Run(tc.name+"/PutFiles", func(t *testing.T) {
+			s := newStallStore(t, r)
+			if tc.window > 0 {
+				s.window = tc.window
+			}
+			for i := range calls {
+				mustEnsure(t, s, "hed", fmt.Sprintf("u%d", i))
+			}
+			sc := stallOn(s, r, putFilesScript)
+			errs := make(chan error, calls)
+			for i := range calls {
+				go func() {
+					_, err := s.PutFiles(ctx, "hed", fmt.Sprintf("u%d", i), file("a.csv"), lim)
+					errs <- err
+				}()
+			}
+			<-sc.stopped
+			time.Sleep(tc.stall) // the stall
+			r.cont(t)
+			got := make([]error, 0, calls)
+			for range calls {
+				got = append(got, <-errs)
+			}
+			settled(t, r)
+			kept := 0
+			for i := range calls {
+				l, err := s.Files(ctx, "hed", fmt.Sprintf("u%d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept += len(l)
+			}
+			failed := 0
+			for _, err := range got {
+				if err != nil {
+					failed++
+					if !errors.Is(err, ErrUnavailable) {
+						t.Errorf("a failed upload: %v, want ErrUnavailable", err)
+					}
+				}
+			}
+			t.Logf("%d of %d uploads failed; %d files kept", failed, calls, kept)
+			if kept != calls-failed {
+				t.Errorf("%d of %d uploads answered success but %d files are kept", calls-failed, calls, kept)
+			}
+			if tc.wantErr && failed != calls {
+				t.Errorf("%d uploads succeeded though the stall outlasted their window", calls-failed)
+			}
+		})
+		t.Run(tc.name+"/DeleteFile", func(t *testing.T) {
+			s := newStallStore(t, r)
+			if tc.window > 0 {
+				s.window = tc.window
+			}
+			for i := range calls {
+				id := fmt.Sprintf("d%d", i)
+				mustEnsure(t, s, "hed", id)
+				if _, err := s.PutFiles(ctx, "hed", id, file("a.csv"), lim); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sc := stallOn(s, r, deleteFileScript)
+			errs := make(chan error, calls)
+			for i := range calls {
+				go func() {
+					ok, err := s.DeleteFile(ctx, "hed", fmt.Sprintf("d%d", i), "a.csv")
+					if err == nil && !ok {
+						err = errors.New("DeleteFile found no file")
+					}
+					errs <- err
+				}()
+			}
+			<-sc.stopped
+			time.Sleep(tc.stall)
+			r.cont(t)
+			failed := 0
+			for range calls {
+				if err := <-errs; err != nil {
+					failed++
+				}
+			}
+			settled(t, r)
+			left := 0
+			for i := range calls {
+				l, err := s.Files(ctx, "hed", fmt.Sprintf("d%d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				left += len(l)
+			}
+			t.Logf("%d of %d deletes failed; %d files left", failed, calls, left)
+			if left != failed {
+				t.Errorf("%d deletes failed but %d files are left", failed, left)
+			}
+			if tc.wantErr && failed != calls {
+				t.Errorf("%d deletes succeeded though the stall outlasted their window", calls-failed)
+			}
+		})
+	}
 }

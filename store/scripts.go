@@ -1,6 +1,11 @@
 package store
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The Lua scripts of the Redis store. Each runs atomically on the server, so two replicas
 // never interleave inside one. Every script takes "now" (unix ms) as its first argument: a
@@ -35,8 +40,9 @@ end
 local function ms(n) return string.format('%.0f', n) end
 `
 
-// opTTLms is how long an operation key remembers its reply: longer than any client retry.
-const opTTLms = "120000"
+// opTTL is how long an operation key remembers its reply: longer than any client retry, and
+// than a settle (redis.go).
+const opTTL = 120 * time.Second
 
 // once wraps a script body (Lua statements that end with a return) so that it runs at most
 // once per operation key, KEYS[#KEYS].
@@ -49,7 +55,7 @@ local function body()
 ` + body + `
 end
 local reply = body()
-redis.call('SET', opkey, cjson.encode(reply), 'PX', ` + opTTLms + `)
+redis.call('SET', opkey, cjson.encode(reply), 'PX', ` + strconv.FormatInt(opTTL.Milliseconds(), 10) + `)
 return reply
 `)
 }
@@ -313,15 +319,41 @@ return #list
 // luaFiles keeps the attached files' share of the budget right as they expire. Each session's
 // files are a member (the session id, encoded) of fexp (zset member → expiry ms, the session's
 // as it was when they were last put or touched) and of fsize (hash member → bytes counted);
-// ftotal is the sum of fsize. Files keys expire by their own TTL too, but that does not give
-// their bytes back: sweep does, for every member past its expiry, and also deletes the keys (an
-// injected clock expires nothing on the server). Members are named by id, so the keys are
-// rebuilt from ftotal's name (same hash tag). Files whose expiry has passed are gone, whatever
-// their keys say: the session they belonged to is dead.
+// ftotal is the sum of fsize. fown (hash member → JSON {name: [client, bytes counted]}) says
+// which client attached each file, and fclient (hash client → bytes counted) sums them by
+// client, so one client's share can be bounded. Files keys expire by their own TTL too, but that
+// does not give their bytes back: sweep does, for every member past its expiry, and also deletes
+// the keys (an injected clock expires nothing on the server). Members are named by id, so the
+// keys are rebuilt from ftotal's name (same hash tag), and so are fown's and fclient's. Files
+// whose expiry has passed are gone, whatever their keys say: the session they belonged to is
+// dead.
 const luaFiles = `
 local function fkeys(ftotal, m)
   local base = string.sub(ftotal, 1, -7) -- strip 'ftotal'
   return base .. 'f:' .. m, base .. 'fm:' .. m
+end
+local function fbook(ftotal)
+  local base = string.sub(ftotal, 1, -7)
+  return base .. 'fown', base .. 'fclient'
+end
+-- owners is a member's {name: {client, bytes}}; setOwners stores it back.
+local function owners(fown, m)
+  local j = redis.call('HGET', fown, m)
+  if j then return cjson.decode(j) end
+  return {}
+end
+local function setOwners(fown, m, o)
+  if next(o) == nil then redis.call('HDEL', fown, m) else redis.call('HSET', fown, m, cjson.encode(o)) end
+end
+local function addClient(fclient, client, n)
+  if client == '' or n == 0 then return end
+  if redis.call('HINCRBY', fclient, client, n) <= 0 then redis.call('HDEL', fclient, client) end
+end
+-- forget takes a member's files out of their clients' counts.
+local function forget(ftotal, m)
+  local fown, fclient = fbook(ftotal)
+  for _, o in pairs(owners(fown, m)) do addClient(fclient, o[1], -o[2]) end
+  redis.call('HDEL', fown, m)
 end
 local function sweep(ftotal, fexp, fsize)
   for _ = 1, 10 do
@@ -332,19 +364,24 @@ local function sweep(ftotal, fexp, fsize)
       if b then redis.call('DECRBY', ftotal, b) end
       redis.call('HDEL', fsize, m)
       redis.call('ZREM', fexp, m)
+      forget(ftotal, m)
       redis.call('DEL', fkeys(ftotal, m))
     end
   end
   -- No live files, no bytes: this also clears a total left by files put before fexp existed.
-  if redis.call('EXISTS', fexp) == 0 then redis.call('DEL', ftotal) end
+  if redis.call('EXISTS', fexp) == 0 then
+    local fown, fclient = fbook(ftotal)
+    redis.call('DEL', ftotal, fown, fclient)
+  end
 end
 -- keep sets the member's files to expire at exp (ms) and the bookkeeping to last as long as
 -- the longest-lived files.
 local function keep(ftotal, fexp, fsize, m, exp)
   local ttl = exp - now
+  local fown, fclient = fbook(ftotal)
   redis.call('ZADD', fexp, ms(exp), m)
   for _, k in ipairs({fkeys(ftotal, m)}) do redis.call('PEXPIRE', k, ttl) end
-  for _, k in ipairs({ftotal, fexp, fsize}) do
+  for _, k in ipairs({ftotal, fexp, fsize, fown, fclient}) do
     if redis.call('PTTL', k) < ttl then redis.call('PEXPIRE', k, ttl) end
   end
 end
@@ -352,37 +389,65 @@ end
 
 // putFilesScript attaches reader files to a session, all or nothing: KEYS files (hash name →
 // bytes), metas (hash name → SessionFile JSON), idx, size, owner, total, rexp, ftotal, fexp,
-// fsize, op;
-// ARGV now, the session's expiry ms, budget bytes, max files, max session bytes, the overhead
-// counted per file, the member (encoded id), then per file: name, meta JSON, bytes. Room in the
-// community's budget is made by dropping the oldest runs' files. Reply 1, -1 too many files,
-// -2 the session's bytes, -3 the budget, -4 the session has expired (nothing written in any of
-// these cases).
+// fsize, op; ARGV now, the session's expiry ms, budget bytes, max files, max session bytes, the
+// overhead counted per file, the member (encoded id), the client ("" for none), the most the
+// client may keep, the deadline ms, then per file: name, meta JSON, bytes. Room in the
+// community's budget is made by dropping the oldest runs' files. A run after the deadline (the
+// command waited in a stalled server while its caller gave up) writes nothing. Reply {1, name,
+// meta JSON, ...} (the session's files after the change), -1 too many files, -2 the session's
+// bytes, -3 the budget, -4 the session has expired, -5 the client's share, -6 a name that
+// differs from another only in case, -7 past the deadline (nothing written in any of these
+// cases).
 var putFilesScript = once(luaDropRun + luaFiles + `
 local files, metas, idx, size, owner, total, rexp, ftotal, fexp, fsize = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local exp, budget, maxFiles, maxSession, over, m = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+local client, maxClient, deadline = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+if now > deadline then return -7 end
 if exp <= now then return -4 end
 sweep(ftotal, fexp, fsize)
 sweepRuns(idx, size, owner, total, rexp)
-local next = {}
+local fown, fclient = fbook(ftotal)
+local sizes, lower = {}, {}
 local cur = redis.call('HGETALL', metas)
-for i = 1, #cur, 2 do next[cur[i]] = cjson.decode(cur[i + 1]).bytes end
-for i = 8, #ARGV, 3 do next[ARGV[i]] = cjson.decode(ARGV[i + 1]).bytes end
+for i = 1, #cur, 2 do
+  sizes[cur[i]] = cjson.decode(cur[i + 1]).bytes
+  lower[string.lower(cur[i])] = cur[i]
+end
+local o = owners(fown, m)
+local gain = 0
+for i = 11, #ARGV, 3 do
+  local name, b = ARGV[i], cjson.decode(ARGV[i + 1]).bytes
+  local l = string.lower(name)
+  if lower[l] and lower[l] ~= name then return -6 end
+  lower[l] = name
+  local old = o[name]
+  if old and old[1] == client then gain = gain - old[2] end
+  gain = gain + b + #name + over
+  sizes[name] = b
+end
 local count, sum, after = 0, 0, 0
-for name, b in pairs(next) do
+for name, b in pairs(sizes) do
   count = count + 1
   sum = sum + b
   after = after + b + #name + over
 end
 if count > maxFiles then return -1 end
 if sum > maxSession then return -2 end
+if client ~= '' and gain > 0 and tonumber(redis.call('HGET', fclient, client) or '0') + gain > maxClient then return -5 end
 local before = tonumber(redis.call('HGET', fsize, m) or '0')
 local fnow = tonumber(redis.call('GET', ftotal) or '0') - before + after
-if fnow > budget then return -3 end
-for i = 8, #ARGV, 3 do
-  redis.call('HSET', metas, ARGV[i], ARGV[i + 1])
-  redis.call('HSET', files, ARGV[i], ARGV[i + 2])
+if after > before and fnow > budget then return -3 end
+for i = 11, #ARGV, 3 do
+  local name = ARGV[i]
+  redis.call('HSET', metas, name, ARGV[i + 1])
+  redis.call('HSET', files, name, ARGV[i + 2])
+  local old = o[name]
+  if old then addClient(fclient, old[1], -old[2]) end
+  local n = cjson.decode(ARGV[i + 1]).bytes + #name + over
+  o[name] = {client, n}
+  addClient(fclient, client, n)
 end
+setOwners(fown, m, o)
 redis.call('SET', ftotal, ms(fnow))
 redis.call('HSET', fsize, m, ms(after))
 -- An Append since the caller read the session may have pushed the expiry further already.
@@ -395,7 +460,9 @@ while tonumber(redis.call('GET', total) or '0') + fnow > budget and dropped < 10
   drop(idx, size, owner, total, rexp, oldest[1])
   dropped = dropped + 1
 end
-return 1
+local reply = {1}
+for _, v in ipairs(redis.call('HGETALL', metas)) do reply[#reply + 1] = v end
+return reply
 `)
 
 // touchScript moves a session's attached files and kept runs to the session's new expiry,
@@ -471,15 +538,24 @@ return {meta, b}
 `)
 
 // deleteFileScript removes one attached file: KEYS files, metas, ftotal, fexp, fsize, op; ARGV
-// now, name, the overhead counted per file, member. Reply 1 removed, 0 not there.
+// now, name, the overhead counted per file, member, the deadline ms (as putFilesScript's). Reply
+// 1 removed, 0 not there, -7 past the deadline (nothing removed).
 var deleteFileScript = once(luaFiles + `
 local files, metas, ftotal, fexp, fsize, m = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[4]
+if now > tonumber(ARGV[5]) then return -7 end
 sweep(ftotal, fexp, fsize)
 local meta = redis.call('HGET', metas, ARGV[2])
 if not meta then return 0 end
 local b = cjson.decode(meta).bytes + #ARGV[2] + tonumber(ARGV[3])
 redis.call('HDEL', files, ARGV[2])
 redis.call('HDEL', metas, ARGV[2])
+local fown, fclient = fbook(ftotal)
+local o = owners(fown, m)
+if o[ARGV[2]] then
+  addClient(fclient, o[ARGV[2]][1], -o[ARGV[2]][2])
+  o[ARGV[2]] = nil
+  setOwners(fown, m, o)
+end
 if not redis.call('HGET', fsize, m) then return 1 end -- not counted (put before fsize existed)
 redis.call('DECRBY', ftotal, b)
 if redis.call('HLEN', metas) == 0 then
@@ -499,6 +575,7 @@ sweep(ftotal, fexp, fsize)
 local n = redis.call('HLEN', metas)
 local b = redis.call('HGET', fsize, m)
 if b then redis.call('DECRBY', ftotal, b) end
+forget(ftotal, m)
 redis.call('HDEL', fsize, m)
 redis.call('ZREM', fexp, m)
 redis.call('DEL', files, metas)

@@ -36,8 +36,16 @@ var (
 	// can be tried again shortly.
 	ErrUnavailable = errors.New("the session store is unavailable")
 	// ErrArtifactBudget: a run's files do not fit in the artifact budget even after the
-	// oldest kept files were evicted; nothing of the run was kept.
+	// oldest kept files were evicted; nothing of the run was kept. For attached files: they do
+	// not fit in the community's share of it.
 	ErrArtifactBudget = errors.New("the server's storage for run files is full")
+	// ErrClientFilesFull: attaching the files would take what one client keeps in the
+	// community past FileLimits.MaxClientBytes.
+	ErrClientFilesFull = errors.New("the client's files would exceed what one client may keep")
+	// ErrNameClash: a file's name differs only in case from one the session holds (or from
+	// another in the same call): unpacked on a file system that ignores case, one would
+	// overwrite the other.
+	ErrNameClash = errors.New("a file's name differs only in case from another of the session")
 )
 
 // Session is a session's metadata.
@@ -161,26 +169,39 @@ type Store interface {
 	PutArtifacts(ctx context.Context, community, id, callID string, files map[string][]byte) error
 	// Artifact returns one kept file, or ErrNotFound.
 	Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error)
+	// ViewArtifact is Artifact without the copy: the bytes may be the store's own and must
+	// only be read (an export streams them as they are).
+	ViewArtifact(ctx context.Context, community, id, callID, path string) ([]byte, error)
 	// ArtifactPaths lists the paths of one run's kept files, sorted, without reading them: none
 	// when the run's files are not (or no longer) kept. ErrNotFound if the session does not
 	// exist.
 	ArtifactPaths(ctx context.Context, community, id, callID string) ([]string, error)
 
 	// PutFiles attaches reader files to the session, all or nothing: a file with the name of
-	// one already attached replaces it. The session may then hold at most lim.MaxFiles files and
-	// lim.MaxSessionBytes bytes (else ErrTooManyFiles or ErrSessionFilesFull), and the files
+	// one already attached replaces it, and one whose name differs from another only in case is
+	// refused (ErrNameClash). The session may then hold at most lim.MaxFiles files and
+	// lim.MaxSessionBytes bytes (else ErrTooManyFiles or ErrSessionFilesFull), lim.Client may
+	// keep at most lim.MaxClientBytes in the community (else ErrClientFilesFull), and the files
 	// count toward the artifact budget with the kept run files: room is made by evicting the
 	// oldest runs' files (never another reader's upload), and an upload that still does not fit
-	// is refused with ErrArtifactBudget. It returns the session's files after the change, by
-	// name. ErrNotFound if the session does not exist. Names and types are the caller's to
-	// check; the store only keeps them.
+	// the community's share of the budget is refused with ErrArtifactBudget. It returns the
+	// session's files after the change, by name. ErrNotFound if the session does not exist.
+	// Names and types are the caller's to check; the store only keeps them. The store may keep
+	// each file's Data as it is (see NewFile).
+	//
+	// When the store cannot tell whether the files were kept (Redis stalled past its timeouts),
+	// it finds out before it answers: an error means nothing was kept, now or later.
 	PutFiles(ctx context.Context, community, id string, files []NewFile, lim FileLimits) ([]SessionFile, error)
 	// Files lists the session's attached files by name; ErrNotFound if the session does not
 	// exist.
 	Files(ctx context.Context, community, id string) ([]SessionFile, error)
 	// File returns one attached file and its bytes, or ErrNotFound.
 	File(ctx context.Context, community, id, name string) (SessionFile, []byte, error)
-	// DeleteFile removes one attached file and reports whether it was there.
+	// ViewFile is File's bytes without the copy: they may be the store's own and must only be
+	// read (an export streams them as they are).
+	ViewFile(ctx context.Context, community, id, name string) ([]byte, error)
+	// DeleteFile removes one attached file and reports whether it was there. Like PutFiles, it
+	// answers an error only when the file is still there.
 	DeleteFile(ctx context.Context, community, id, name string) (bool, error)
 
 	// PutRun records one server-side run of the session, for its manifest and its export. It
@@ -197,7 +218,10 @@ type Store interface {
 	Close() error
 }
 
-// NewFile is a reader file to attach: its checked name and type, and its bytes.
+// NewFile is a reader file to attach: its checked name and type, and its bytes. The store may
+// keep Data itself rather than a copy (the in-memory store does), so the caller must not change
+// it afterwards, and it should not share its array with other data, which would stay alive
+// with it.
 type NewFile struct {
 	Name, Type string
 	Data       []byte
@@ -285,10 +309,35 @@ func clipText(s string, n limits.CodePoints) string {
 	return s[:i]
 }
 
-// FileLimits bound one session's attached files.
+// FileLimits bound one session's attached files, and what one client keeps.
 type FileLimits struct {
 	MaxFiles        int
 	MaxSessionBytes int64
+	// Client is who attaches the files (the client address); "" counts them for no one.
+	Client string
+	// MaxClientBytes bounds what Client's files may count (as against the budget: bytes,
+	// names and overhead) across the community's sessions; 0 is a quarter of the community's
+	// budget (its share of it in memory). A file replaced by another client leaves its first
+	// client's count.
+	MaxClientBytes int64
+	// Communities is how many communities take uploads. The in-memory store, whose budget
+	// spans the process, gives each community 1/Communities of it for attached files, so that
+	// one community's readers cannot fill it for every other; 0 is 1. Redis gives every
+	// community a budget of its own and does not use it.
+	Communities int
+}
+
+// clientShare is the default MaxClientBytes: what a community may hold of attached files,
+// divided by this.
+const clientShare = 4
+
+// maxClient is lim's bound on one client's files in a community whose budget for files is
+// budget.
+func (lim FileLimits) maxClient(budget int64) int64 {
+	if lim.MaxClientBytes > 0 {
+		return lim.MaxClientBytes
+	}
+	return budget / clientShare
 }
 
 // withDefaults returns l with every zero or negative field set to its DefaultLimits value.
