@@ -86,7 +86,7 @@ func TestMCPToolsReachModel(t *testing.T) {
 		}
 	}
 	slices.Sort(bound)
-	if want := []string{"kb__die", "kb__echo", "kb__fail", "kb__hang", "kb__pid", "kb__rename_me"}; !slices.Equal(bound, want) {
+	if want := []string{"kb__chatty", "kb__die", "kb__echo", "kb__fail", "kb__flood", "kb__hang", "kb__pid", "kb__rename_me"}; !slices.Equal(bound, want) {
 		t.Errorf("tools the model saw: %v, want %v", bound, want)
 	}
 	for _, s := range []string{"DATA", "echo: hi", "status: error", "no such tag: Foo", "Invalid arguments for kb__echo", "did not answer within 1s", "The knowledge tool kb__die could not be called"} {

@@ -32,7 +32,13 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Version is sent to servers as the client's version.
 	Version string
+	// MaxCallsInFlight caps the calls under way to one server at once (8 by default); a call
+	// waits for a place within its timeout.
+	MaxCallsInFlight int
 }
+
+// defaultCallsInFlight is Options.MaxCallsInFlight unless set.
+const defaultCallsInFlight = 8
 
 // Result is what one call returned: its text (clipped) and whether the server marked it an
 // error (isError).
@@ -43,12 +49,16 @@ type Result struct {
 
 // Status is the state of one server, for /health and validate --connect.
 type Status struct {
-	Community string    `json:"community"`
-	Server    string    `json:"server"`
-	Connected bool      `json:"connected"`
-	Tools     int       `json:"tools"`
-	Error     string    `json:"error,omitempty"`
-	Since     time.Time `json:"since"`
+	Community string `json:"community"`
+	Server    string `json:"server"`
+	Connected bool   `json:"connected"`
+	Tools     int    `json:"tools"`
+	// ToolsLeftOut counts the tools not bound because the server offers more than
+	// MaxToolsPerServer; Note says so in words.
+	ToolsLeftOut int       `json:"tools_left_out,omitempty"`
+	Note         string    `json:"note,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	Since        time.Time `json:"since"`
 }
 
 // Manager holds the clients of every community's MCP servers. It is safe for concurrent use.
@@ -78,6 +88,9 @@ func New(opts Options) *Manager {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.MaxCallsInFlight <= 0 {
+		opts.MaxCallsInFlight = defaultCallsInFlight
 	}
 	return &Manager{opts: opts, log: opts.Log, metrics: newMetrics(), servers: map[string][]*server{}}
 }

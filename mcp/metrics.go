@@ -13,12 +13,13 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	upGauge  *prometheus.GaugeVec
 	tools    *prometheus.GaugeVec
+	leftOut  *prometheus.GaugeVec
 }
 
 func newMetrics() *Metrics {
 	return &Metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "assistant_mcp_calls_total", Help: "MCP tool calls by community, server, tool and result (ok, tool_error, timeout, transport, not_connected).",
+			Name: "assistant_mcp_calls_total", Help: "MCP tool calls by community, server, tool and result (ok, tool_error, timeout, transport, not_connected, busy, too_large).",
 		}, []string{"community", "server", "tool", "result"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "assistant_mcp_call_errors_total", Help: "MCP tool calls that failed (the tool's isError, a timeout, a transport failure), by community, server and tool.",
@@ -33,27 +34,32 @@ func newMetrics() *Metrics {
 		tools: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "assistant_mcp_server_tools", Help: "Tools bound from the community's MCP server.",
 		}, []string{"community", "server"}),
+		leftOut: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "assistant_mcp_server_tools_left_out", Help: "Tools of the community's MCP server left out because it offers more than 64.",
+		}, []string{"community", "server"}),
 	}
 }
 
 // Collectors are the Manager's metrics, to register with the server's registry.
 func (m *Manager) Collectors() []prometheus.Collector {
 	x := m.metrics
-	return []prometheus.Collector{x.calls, x.errors, x.duration, x.upGauge, x.tools}
+	return []prometheus.Collector{x.calls, x.errors, x.duration, x.upGauge, x.tools, x.leftOut}
 }
 
 func (x *Metrics) reset() {
 	x.upGauge.Reset()
 	x.tools.Reset()
+	x.leftOut.Reset()
 }
 
-func (x *Metrics) up(community, server string, up bool, tools int) {
+func (x *Metrics) up(community, server string, up bool, tools, leftOut int) {
 	v := 0.0
 	if up {
 		v = 1
 	}
 	x.upGauge.WithLabelValues(community, server).Set(v)
 	x.tools.WithLabelValues(community, server).Set(float64(tools))
+	x.leftOut.WithLabelValues(community, server).Set(float64(leftOut))
 }
 
 func (x *Metrics) done(community string, t Tool, isError bool, took time.Duration) {

@@ -37,9 +37,15 @@ type server struct {
 	attempted chan struct{}
 	once      sync.Once
 
+	// slots holds a token per call in flight (Options.MaxCallsInFlight), so that what answers hold in
+	// memory is bounded however many readers call at once.
+	slots chan struct{}
+
 	mu        sync.RWMutex
 	session   *sdk.ClientSession
 	tools     map[string]Tool
+	leftOut   int    // tools past MaxToolsPerServer
+	note      string // why, for Status
 	connected bool
 	lastErr   string
 	since     time.Time
@@ -49,7 +55,8 @@ func newServer(m *Manager, community string, cfg config.MCPServer, f Filter) *se
 	ctx, cancel := context.WithCancel(context.Background())
 	return &server{m: m, community: community, cfg: cfg, filter: f, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), attempted: make(chan struct{}), since: time.Now(),
-		log: m.log.With(slog.String("community", community), slog.String("mcp_server", cfg.Name))}
+		slots: make(chan struct{}, m.opts.MaxCallsInFlight),
+		log:   m.log.With(slog.String("community", community), slog.String("mcp_server", cfg.Name))}
 }
 
 func (s *server) start() { go s.run() }
@@ -146,12 +153,21 @@ func (s *server) onListChanged() {
 	}()
 }
 
-// refresh reads tools/list (every page) and binds the tools that pass their checks.
+// refresh reads tools/list (every page, up to maxListedTools entries) and binds the tools that
+// pass their checks, at most MaxToolsPerServer of them.
 func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
+	ctx, watch := withCallWatch(ctx)
 	tools := map[string]Tool{}
+	listed, leftOut := 0, 0
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
+			if tooLarge(err, watch) {
+				return fmt.Errorf("tools/list: %w", &TooLargeError{Server: s.cfg.Name, Limit: MaxMessageBytes})
+			}
 			return fmt.Errorf("tools/list: %w", err)
+		}
+		if listed++; listed > maxListedTools {
+			break
 		}
 		name, err := BoundName(s.cfg.Name, t.Name)
 		if err != nil {
@@ -166,14 +182,26 @@ func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
 		if !s.filter.Allows(name) {
 			continue
 		}
-		tools[name] = Tool{Name: name, Server: s.cfg.Name, Remote: t.Name, Description: t.Description, Schema: raw, resolved: rs}
+		if _, dup := tools[name]; !dup && len(tools) == MaxToolsPerServer {
+			leftOut++
+			continue
+		}
+		tools[name] = Tool{Name: name, Server: s.cfg.Name, Remote: t.Name, Description: describe(s.cfg.Name, t.Description), Schema: raw, resolved: rs}
+	}
+	var note string
+	if leftOut > 0 || listed > maxListedTools {
+		note = fmt.Sprintf("%d tools left out: at most %d are bound from one server", leftOut, MaxToolsPerServer)
+		if listed > maxListedTools {
+			note += fmt.Sprintf("; the server lists more than %d, and those past them were not read", maxListedTools)
+		}
+		s.log.Warn("MCP tools left out", slog.Int("tools", len(tools)), slog.Int("left_out", leftOut), slog.Bool("list_cut", listed > maxListedTools))
 	}
 	s.mu.Lock()
 	if s.session == cs {
-		s.tools, s.connected, s.lastErr, s.since = tools, true, "", time.Now()
+		s.tools, s.leftOut, s.note, s.connected, s.lastErr, s.since = tools, leftOut, note, true, "", time.Now()
 	}
 	s.mu.Unlock()
-	s.m.metrics.up(s.community, s.cfg.Name, true, len(tools))
+	s.m.metrics.up(s.community, s.cfg.Name, true, len(tools), leftOut)
 	s.log.Info("MCP server connected", slog.Int("tools", len(tools)))
 	return nil
 }
@@ -183,9 +211,9 @@ func (s *server) setDown(err error) {
 	if s.connected || s.lastErr == "" {
 		s.since = time.Now()
 	}
-	s.session, s.tools, s.connected, s.lastErr = nil, nil, false, err.Error()
+	s.session, s.tools, s.leftOut, s.note, s.connected, s.lastErr = nil, nil, 0, "", false, err.Error()
 	s.mu.Unlock()
-	s.m.metrics.up(s.community, s.cfg.Name, false, 0)
+	s.m.metrics.up(s.community, s.cfg.Name, false, 0, 0)
 }
 
 func (s *server) boundTools() []Tool {
@@ -208,10 +236,12 @@ func (s *server) tool(name string) (Tool, bool) {
 func (s *server) status() Status {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return Status{Community: s.community, Server: s.cfg.Name, Connected: s.connected, Tools: len(s.tools), Error: s.lastErr, Since: s.since}
+	return Status{Community: s.community, Server: s.cfg.Name, Connected: s.connected, Tools: len(s.tools),
+		ToolsLeftOut: s.leftOut, Note: s.note, Error: s.lastErr, Since: s.since}
 }
 
-// call makes one tools/call within the server's timeout.
+// call makes one tools/call within the server's timeout, once one of its
+// Options.MaxCallsInFlight places is free.
 func (s *server) call(ctx context.Context, t Tool, args json.RawMessage) (Result, error) {
 	s.mu.RLock()
 	cs := s.session
@@ -226,10 +256,26 @@ func (s *server) call(ctx context.Context, t Tool, args json.RawMessage) (Result
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return Result{}, ctx.Err() // the reader went away
+		}
+		s.m.metrics.failed(s.community, t, "busy", 0)
+		return Result{}, fmt.Errorf("MCP server %s is busy: %d calls were under way and none ended in time", s.cfg.Name, cap(s.slots))
+	}
+	ctx, watch := withCallWatch(ctx)
 	start := time.Now()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.Remote, Arguments: args})
 	took := time.Since(start)
 	switch {
+	case err != nil && tooLarge(err, watch):
+		// The connection that carried it is gone; a stdio child's session ended with it, and
+		// run starts it again.
+		s.m.metrics.failed(s.community, t, "too_large", took)
+		return Result{}, &TooLargeError{Server: s.cfg.Name, Limit: MaxMessageBytes}
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		s.m.metrics.failed(s.community, t, "timeout", took)
 		return Result{}, fmt.Errorf("MCP server %s did not answer within %s", s.cfg.Name, timeout)
@@ -293,11 +339,12 @@ func (s *server) transport() (sdk.Transport, error) {
 		if base == nil {
 			base = http.DefaultTransport
 		}
-		return &sdk.StreamableClientTransport{
-			Endpoint:   s.cfg.URL.Resolve(s.m.opts.Deployment),
-			HTTPClient: &http.Client{Transport: headerTransport{base: base, headers: headers}},
-			MaxRetries: 1,
-		}, nil
+		endpoint := s.cfg.URL.Resolve(s.m.opts.Deployment)
+		client, err := httpClient(endpoint, base, headers, s.cfg.Name)
+		if err != nil {
+			return nil, err
+		}
+		return &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client, MaxRetries: 1}, nil
 	}
 	if s.cfg.Command == nil || len(*s.cfg.Command) == 0 {
 		return nil, errors.New("no url and no command")
@@ -310,22 +357,6 @@ func (s *server) transport() (sdk.Transport, error) {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 	}
-	cmd.WaitDelay = 2 * time.Second
-	return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
-}
-
-// headerTransport adds the configured headers to every request; their values are never logged.
-type headerTransport struct {
-	base    http.RoundTripper
-	headers http.Header
-}
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(h.headers) > 0 {
-		r = r.Clone(r.Context())
-		for k, v := range h.headers {
-			r.Header[k] = v
-		}
-	}
-	return h.base.RoundTrip(r)
+	cmd.WaitDelay = exitWait
+	return &commandTransport{cmd: cmd, server: s.cfg.Name}, nil
 }

@@ -55,7 +55,7 @@ func TestValidateConnect(t *testing.T) {
 		return code, out.String() + errb.String()
 	}
 	code, out := run1(map[string]string{"KB_TOKEN": mcpSecret})
-	if want := "kb: MCP server kb (production): 5 tools: kb__big, kb__echo, kb__fail, kb__pid, kb__rename_me\n"; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "1 of 1 MCP server reachable") {
+	if want := "kb: MCP server kb (production): 7 tools: kb__big, kb__chatty, kb__echo, kb__fail, kb__flood, kb__pid, kb__rename_me\n"; code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "1 of 1 MCP server reachable") {
 		t.Errorf("exit %d, output:\n%s\nwant %q", code, out, want)
 	}
 	if strings.Contains(out, mcpSecret) {
@@ -97,11 +97,11 @@ func TestServeMCP(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if s := health.MCPServers[0]; health.Status != "healthy" || s.Community != "kb" || s.Server != "kb" || s.Tools != 5 {
+	if s := health.MCPServers[0]; health.Status != "healthy" || s.Community != "kb" || s.Server != "kb" || s.Tools != 7 {
 		t.Errorf("health %+v", health)
 	}
 	m := string(readAll(t, ts.do(t, "GET", "/metrics", nil)))
-	for _, want := range []string{`assistant_mcp_server_up{community="kb",server="kb"} 1`, `assistant_mcp_server_tools{community="kb",server="kb"} 5`} {
+	for _, want := range []string{`assistant_mcp_server_up{community="kb",server="kb"} 1`, `assistant_mcp_server_tools{community="kb",server="kb"} 7`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s:\n%s", want, grepLines(m, "mcp"))
 		}

@@ -26,11 +26,14 @@ const ChildEnv = "MCPTEST_STDIO_CHILD"
 //
 //   - echo {text}: answers "echo: <text>"
 //   - fail: answers with isError and "no such tag: Foo"
-//   - hang: never answers (until the call is cancelled)
+//   - hang: never answers (until the call is cancelled; over HTTP, until the client goes away)
 //   - die: the process exits mid-call (over HTTP, the connection is dropped unanswered)
 //   - rename_me: removes itself and adds "renamed", so the server sends tools/list_changed
 //   - pid: answers the server's process id
 //   - big: answers 100,000 characters of "x"
+//   - flood {bytes}: answers that many characters of "x" (over HTTP, Handler streams it)
+//   - chatty {events, size}: over HTTP, Handler streams that many log notifications of that
+//     size before the answer "chatty: done"; over stdio it only answers
 //   - bad_schema: an input schema that is not a JSON Schema
 func NewServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, nil)
@@ -67,6 +70,18 @@ func NewServer() *sdk.Server {
 	s.AddTool(&sdk.Tool{Name: "big", Description: "A long answer.", InputSchema: empty}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return text(strings.Repeat("x", 100_000)), nil
 	})
+	s.AddTool(&sdk.Tool{Name: "flood", Description: "An answer as long as asked.", InputSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"bytes": map[string]any{"type": "integer"}, "sse": map[string]any{"type": "boolean"}},
+	}}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var in struct{ Bytes int }
+		_ = json.Unmarshal(req.Params.Arguments, &in)
+		return text(strings.Repeat("x", in.Bytes)), nil
+	})
+	s.AddTool(&sdk.Tool{Name: "chatty", Description: "Many small messages, then an answer.", InputSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"events": map[string]any{"type": "integer"}, "size": map[string]any{"type": "integer"}},
+	}}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return text("chatty: done"), nil
+	})
 	s.AddTool(&sdk.Tool{Name: "bad_schema", Description: "Its schema is broken.", InputSchema: map[string]any{"type": "object", "properties": "oops"}},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text("ran"), nil })
 	var rename sdk.ToolHandler
@@ -79,29 +94,150 @@ func NewServer() *sdk.Server {
 	return s
 }
 
+// Options shape the HTTP test server.
+type Options struct {
+	// Check, when set, sees every request first; the server answers 401 when it returns false.
+	Check func(*http.Request) bool
+	// Tools are added to NewServer's; each answers "ok".
+	Tools []*sdk.Tool
+	// Flooded, when set, is told how many bytes a flood or chatty answer managed to write
+	// before it ended (all of them, or up to the write that failed as the client went away).
+	Flooded func(written int64)
+	// Calls, when set, is told the name of every tools/call that reaches the server.
+	Calls func(name string)
+}
+
 // Handler serves NewServer over streamable HTTP; check, when set, sees every request first and
 // answers 401 when it returns false.
 func Handler(check func(*http.Request) bool) http.Handler {
+	return HandlerWith(Options{Check: check})
+}
+
+// HandlerWith serves NewServer, with o's tools added, over streamable HTTP.
+//
+// The flood and chatty tools are answered here, not by the SDK, so that an answer of many
+// megabytes is written as it is made (and the bytes the client took are counted) rather than
+// built in memory first.
+func HandlerWith(o Options) http.Handler {
 	srv := NewServer()
+	for _, t := range o.Tools {
+		srv.AddTool(t, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+		})
+	}
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if check != nil && !check(r) {
+		if o.Check != nil && !o.Check(r) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"method":"tools/call"`)) && bytes.Contains(body, []byte(`"name":"die"`)) {
-			// The server "dies" mid-call: the connection is dropped without an answer.
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					_ = conn.Close()
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name      string `json:"name"`
+				Arguments struct {
+					Bytes, Events, Size int
+					SSE                 bool
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		if msg.Method == "tools/call" && o.Calls != nil {
+			o.Calls(msg.Params.Name)
+		}
+		if msg.Method == "tools/call" {
+			a := msg.Params.Arguments
+			switch msg.Params.Name {
+			case "die":
+				// The server "dies" mid-call: the connection is dropped without an answer.
+				if hj, ok := w.(http.Hijacker); ok {
+					if conn, _, err := hj.Hijack(); err == nil {
+						_ = conn.Close()
+					}
 				}
+				return
+			case "hang":
+				// Never answers: the stream is open until the client goes away, so that a call
+				// that was given up ends here too.
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				_ = http.NewResponseController(w).Flush()
+				<-r.Context().Done()
+				return
+			case "flood":
+				n := flood(w, msg.ID, a.Bytes, a.SSE)
+				if o.Flooded != nil {
+					o.Flooded(n)
+				}
+				return
+			case "chatty":
+				n := chatty(w, msg.ID, a.Events, a.Size)
+				if o.Flooded != nil {
+					o.Flooded(n)
+				}
+				return
 			}
-			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r)
 	})
+}
+
+// countingWriter counts the bytes written and flushes each write, so that a write fails soon
+// after the client stops reading and closes the connection.
+type countingWriter struct {
+	w http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err == nil {
+		err = http.NewResponseController(c.w).Flush()
+	}
+	return n, err
+}
+
+// flood writes the answer to call id: a text of n "x", as JSON or as one SSE event, in chunks,
+// until done or a write fails. It returns the bytes written.
+func flood(w http.ResponseWriter, id json.RawMessage, n int, sse bool) int64 {
+	cw := &countingWriter{w: w}
+	head, tail := `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"content":[{"type":"text","text":"`, `"}]}}`
+	if sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+		head, tail = "event: message\ndata: "+head, tail+"\n\n"
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	if _, err := io.WriteString(cw, head); err != nil {
+		return cw.n
+	}
+	chunk := bytes.Repeat([]byte("x"), 32<<10)
+	for left := n; left > 0; left -= len(chunk) {
+		if _, err := cw.Write(chunk[:min(left, len(chunk))]); err != nil {
+			return cw.n
+		}
+	}
+	_, _ = io.WriteString(cw, tail)
+	return cw.n
+}
+
+// chatty writes, as SSE, events log notifications of about size bytes each, then the answer to
+// call id. It returns the bytes written.
+func chatty(w http.ResponseWriter, id json.RawMessage, events, size int) int64 {
+	cw := &countingWriter{w: w}
+	w.Header().Set("Content-Type", "text/event-stream")
+	note := "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("y", size) + `"}}` + "\r\n\r\n"
+	for range events {
+		if _, err := io.WriteString(cw, note); err != nil {
+			return cw.n
+		}
+	}
+	_, _ = io.WriteString(cw, "event: message\ndata: "+`{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"content":[{"type":"text","text":"chatty: done"}]}}`+"\n\n")
+	return cw.n
 }
 
 // NewHTTP starts the server on loopback; its URL is the MCP endpoint.
