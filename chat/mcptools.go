@@ -3,9 +3,11 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 
+	"github.com/osc-assistant/assistant/mcp"
 	"github.com/osc-assistant/assistant/toolresults"
 )
 
@@ -15,6 +17,8 @@ const maxMCPCallsPerReply = 20
 const (
 	msgMCPBudgetSpent = "This reply has already called knowledge tools the most times one reply may; this call was not made. Answer with what the earlier calls returned."
 	msgMCPFailedFmt   = "The knowledge tool %s could not be called: %s. You may try again, or answer without it."
+	// msgMCPTooLargeFmt: retrying the same call would get the same answer, so it says so.
+	msgMCPTooLargeFmt = "The knowledge tool %s gave an answer too large to read (%s). Calling it again the same way will not help: ask it for less (a narrower query), or answer without it."
 )
 
 // bindMCP adds the community's MCP tools to the turn's tools, unless the turn binds none. A tool
@@ -65,7 +69,12 @@ func (r *turn) runMCP(ctx context.Context, b *batch, call checkedCall) error {
 	if err != nil {
 		r.e.log().Warn("MCP tool call failed", slog.String("community", r.t.Community.ID), slog.String("tool", call.Name), slog.Any("error", err))
 		// The error may quote the server: it is fenced like a result.
-		text = renderMCP(call.Name, fmt.Sprintf(msgMCPFailedFmt, call.Name, err), true)
+		msg := msgMCPFailedFmt
+		var tooLarge *mcp.TooLargeError
+		if errors.As(err, &tooLarge) {
+			msg = msgMCPTooLargeFmt
+		}
+		text = renderMCP(call.Name, fmt.Sprintf(msg, call.Name, err), true)
 	} else {
 		text, isError = renderMCP(call.Name, res.Text, res.IsError), res.IsError
 	}
