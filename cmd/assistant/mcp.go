@@ -69,6 +69,9 @@ func connectMCP(ctx context.Context, set *config.Set, getenv func(string) string
 			}
 		}
 		fmt.Fprintf(stdout, "%s: MCP server %s (%s): %d %s: %s\n", st.Community, st.Server, dep, len(names), plural(len(names), "tool", "tools"), strings.Join(names, ", "))
+		if st.Note != "" {
+			fmt.Fprintf(stdout, "%s: MCP server %s (%s): %s\n", st.Community, st.Server, dep, st.Note)
+		}
 	}
 	fmt.Fprintf(stdout, "%d of %d MCP %s reachable\n", len(statuses)-failed, len(statuses), plural(len(statuses), "server", "servers"))
 	if failed > 0 {

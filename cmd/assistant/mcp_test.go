@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/osc-assistant/assistant/mcp/mcptest"
 )
@@ -19,8 +23,13 @@ const mcpSecret = "kb-secret-token"
 // mcpCommunities writes a communities directory with one community, kb, whose MCP server is a
 // real one on loopback that wants the X-Api-Key header from KB_TOKEN.
 func mcpCommunities(t *testing.T) (dir string) {
+	return mcpCommunitiesWith(t, nil)
+}
+
+// mcpCommunitiesWith is mcpCommunities with tools added to the server's.
+func mcpCommunitiesWith(t *testing.T, tools []*sdk.Tool) (dir string) {
 	t.Helper()
-	srv := mcptest.NewHTTP(func(r *http.Request) bool { return r.Header.Get("X-Api-Key") == mcpSecret })
+	srv := httptest.NewServer(mcptest.HandlerWith(mcptest.Options{Tools: tools, Check: func(r *http.Request) bool { return r.Header.Get("X-Api-Key") == mcpSecret }}))
 	t.Cleanup(srv.Close)
 	dir = t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "kb"), 0o755); err != nil {
@@ -120,5 +129,48 @@ func TestServeMCP(t *testing.T) {
 			t.Fatalf("not connected after the reload:\n%s", grepLines(m, "mcp"))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// manyTools are 100 tools more than the server's own: more than are bound from one server.
+func manyTools() []*sdk.Tool {
+	var out []*sdk.Tool
+	for i := range 100 {
+		out = append(out, &sdk.Tool{Name: fmt.Sprintf("t%03d", i), Description: "Tool.", InputSchema: map[string]any{"type": "object"}})
+	}
+	return out
+}
+
+// TestMCPToolsLeftOut: a server offering more tools than are bound says so in validate
+// --connect, in /health and in /metrics.
+func TestMCPToolsLeftOut(t *testing.T) {
+	dir := mcpCommunitiesWith(t, manyTools())
+	// The server's 7 allowed tools and 100 more: 64 bound, 43 left out.
+	const note = "43 tools left out: at most 64 are bound from one server"
+	var out, errb bytes.Buffer
+	env := map[string]string{"KB_TOKEN": mcpSecret}
+	code := run(context.Background(), []string{"assistant", "validate", "--connect", dir}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errb)
+	if want := "kb: MCP server kb (production): " + note + "\n"; code != 0 || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "(production): 64 tools: ") {
+		t.Errorf("exit %d, output:\n%s%s\nwant %q", code, out.String(), errb.String(), want)
+	}
+	ts := startServerWith(t, env, nil, "--communities", dir)
+	var body []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		body = readAll(t, ts.do(t, "GET", "/health", nil))
+		if strings.Contains(string(body), `"connected":true`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health never showed the server connected: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if want := `"tools":64,"tools_left_out":43,"note":"` + note + `"`; !strings.Contains(string(body), want) {
+		t.Errorf("health %s lacks %s", body, want)
+	}
+	m := string(readAll(t, ts.do(t, "GET", "/metrics", nil)))
+	if want := `assistant_mcp_server_tools_left_out{community="kb",server="kb"} 43`; !strings.Contains(m, want) {
+		t.Errorf("metrics lack %s:\n%s", want, grepLines(m, "mcp"))
 	}
 }
