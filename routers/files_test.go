@@ -668,7 +668,7 @@ func FuzzReadUploads(f *testing.F) {
 	f.Add("")
 	up := uploadLimits{maxFile: 64, maxSession: 128, maxFiles: 3, types: []string{"csv", "json", "txt", "xlsx"}}
 	f.Fuzz(func(t *testing.T, body string) {
-		files, err := readUploads(strings.NewReader(body), "B", up)
+		files, err := readUploads(strings.NewReader(body), "B", up, nil)
 		if err != nil {
 			var api *apiError
 			if !errors.As(err, &api) || api.status < 400 || api.status >= 500 {

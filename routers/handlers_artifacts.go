@@ -18,8 +18,9 @@ var errNoArtifact = &apiError{http.StatusNotFound, "No such artifact"}
 
 // ArtifactReader reads the files server-side runs saved (store.Store implements it).
 type ArtifactReader interface {
-	// Artifact returns one kept file, or store.ErrNotFound.
-	Artifact(ctx context.Context, community, id, callID, path string) ([]byte, error)
+	// ViewArtifact returns one kept file, to be read only (it may be the store's own bytes), or
+	// store.ErrNotFound.
+	ViewArtifact(ctx context.Context, community, id, callID, path string) ([]byte, error)
 }
 
 // artifact is GET /{c}/sessions/{session_id}/artifacts/{call_id}/{path}: a file a server-side
@@ -31,12 +32,15 @@ func (s *Server) artifact(c echo.Context) error {
 	if !ok || s.deps.Artifacts == nil {
 		return errNotFound
 	}
-	sid, callID, p := c.Param("session"), c.Param("call"), c.Param("*")
-	if sid == "" || len([]rune(sid)) > int(limits.MaxSessionIDChars) || callID == "" || len([]rune(callID)) > int(limits.MaxCallIDChars) ||
+	// Each parameter decoded once, as every session route decodes them (sessionParam).
+	sid, okSession := sessionParam(c)
+	callID, okCall := pathParam(c, "call")
+	p, okPath := pathParam(c, "*")
+	if !okSession || !okCall || !okPath || callID == "" || len([]rune(callID)) > int(limits.MaxCallIDChars) ||
 		p == "" || len([]rune(p)) > int(limits.MaxArtifactNameChars) {
 		return errNoArtifact
 	}
-	data, err := s.deps.Artifacts.Artifact(c.Request().Context(), cc.cfg.ID, sid, callID, p)
+	data, err := s.deps.Artifacts.ViewArtifact(c.Request().Context(), cc.cfg.ID, sid, callID, p)
 	if errors.Is(err, store.ErrNotFound) {
 		return errNoArtifact
 	}

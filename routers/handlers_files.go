@@ -1,6 +1,7 @@
 package routers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ type SessionFiles interface {
 	PutFiles(ctx context.Context, community, id string, files []store.NewFile, lim store.FileLimits) ([]store.SessionFile, error)
 	Files(ctx context.Context, community, id string) ([]store.SessionFile, error)
 	File(ctx context.Context, community, id, name string) (store.SessionFile, []byte, error)
+	ViewFile(ctx context.Context, community, id, name string) ([]byte, error)
 	DeleteFile(ctx context.Context, community, id, name string) (bool, error)
 	Runs(ctx context.Context, community, id string) ([]store.RunRecord, error)
 }
@@ -47,8 +49,9 @@ var (
 	errNotMultipart   = &apiError{http.StatusUnsupportedMediaType, `Upload files as multipart/form-data, one part named "file" per file.`}
 	errNoFilePart     = &apiError{http.StatusUnprocessableEntity, `The request holds no file: send each file as a multipart/form-data part named "file" with a filename.`}
 	errFileNoName     = &apiError{http.StatusUnprocessableEntity, `A part named "file" must carry a filename.`}
-	errUploadSession  = &apiError{http.StatusBadRequest, fmt.Sprintf("A session id has 1 to %d characters.", limits.MaxSessionIDChars)}
+	errUploadSession  = &apiError{http.StatusBadRequest, fmt.Sprintf("A session id has 1 to %d characters, none of them a control character.", limits.MaxSessionIDChars)}
 	errUploadsStorage = &apiError{http.StatusInsufficientStorage, "The server's storage for session files is full. Try again later."}
+	errClientStorage  = &apiError{http.StatusInsufficientStorage, "You keep as many files on this server as one reader may. Delete some from your sessions, or wait until older sessions end."}
 )
 
 // uploadLimits are one community's upload rules, in bytes.
@@ -85,9 +88,9 @@ func (s *Server) sessionFiles(c echo.Context) (*community, SessionFiles, string,
 	if fs == nil {
 		return nil, nil, "", errNotFound
 	}
-	sid := c.Param("session")
-	if !validSessionID(sid) {
-		return nil, nil, "", errSessionNotFound
+	sid, ok := sessionParam(c)
+	if !ok {
+		return nil, nil, "", errSessionNotFound // no session can have that id
 	}
 	return cc, fs, sid, nil
 }
@@ -103,10 +106,6 @@ func (s *Server) uploadSession(c echo.Context) (*community, SessionFiles, string
 	return cc, fs, sid, err
 }
 
-func validSessionID(sid string) bool {
-	return sid != "" && len([]rune(sid)) <= int(limits.MaxSessionIDChars)
-}
-
 // filesBody is the answer of the file routes: the session's files by name.
 type filesBody struct {
 	Files []store.SessionFile `json:"files"`
@@ -117,7 +116,9 @@ type filesBody struct {
 // all or nothing; the session is created when it does not exist. It answers 200 with the
 // session's files after the change. The body is read as it arrives, each file through a limit
 // of max_file_mb + 1 byte and the whole within max_session_mb plus the multipart overhead, so
-// at most that much is ever held.
+// at most that much is ever held; and before a byte is read the request reserves that much
+// (its Content-Length, or the cap without one) of the process's upload buffer, so that however
+// many uploads arrive at once they hold no more than it (503 and a Retry-After past it).
 func (s *Server) uploadFiles(c echo.Context) error {
 	cc, ok := s.community(c)
 	if !ok {
@@ -128,8 +129,8 @@ func (s *Server) uploadFiles(c echo.Context) error {
 	if !ok || fs == nil {
 		return errUploadsOff
 	}
-	sid := c.Param("session")
-	if !validSessionID(sid) {
+	sid, ok := sessionParam(c)
+	if !ok {
 		return errUploadSession
 	}
 	req := c.Request()
@@ -141,8 +142,27 @@ func (s *Server) uploadFiles(c echo.Context) error {
 	if req.ContentLength > capBytes {
 		return uploadTooLarge(up) // refused before reading a byte
 	}
-	body := http.MaxBytesReader(c.Response(), req.Body, capBytes)
-	files, err := readUploads(body, params["boundary"], up)
+	// What the body may hold: its Content-Length (net/http reads no more), or without one the
+	// cap, and never more than the whole upload buffer.
+	want := capBytes
+	if req.ContentLength >= 0 {
+		want = req.ContentLength
+	}
+	if want > s.files.uploads.total {
+		return errUploadOverBuffer(s.files.uploads.total)
+	}
+	want = min(want, s.files.uploads.total)
+	release, ok := s.files.uploads.reserve(want)
+	if !ok {
+		return busy(c, errUploadsBusy)
+	}
+	defer release()
+	body := &countingReader{r: http.MaxBytesReader(c.Response(), req.Body, want)}
+	left := func() int64 { return want - body.n }
+	files, err := readUploads(body, params["boundary"], up, left)
+	if err != nil && req.ContentLength < 0 && want < capBytes && body.n >= want {
+		return errUploadOverBuffer(s.files.uploads.total) // a body of unknown length, cut at the buffer
+	}
 	if err != nil {
 		return err
 	}
@@ -150,18 +170,56 @@ func (s *Server) uploadFiles(c echo.Context) error {
 	if _, _, err := fs.EnsureSession(ctx, cc.cfg.ID, sid); err != nil {
 		return err
 	}
-	list, err := fs.PutFiles(ctx, cc.cfg.ID, sid, files, store.FileLimits{MaxFiles: up.maxFiles, MaxSessionBytes: up.maxSession})
+	lim := store.FileLimits{MaxFiles: up.maxFiles, MaxSessionBytes: up.maxSession,
+		Client: c.RealIP(), MaxClientBytes: s.files.clientBytes, Communities: s.uploadCommunities()}
+	list, err := fs.PutFiles(ctx, cc.cfg.ID, sid, files, lim)
+	if errors.Is(err, store.ErrNameClash) {
+		return nameClash(ctx, fs, cc.cfg.ID, sid, files)
+	}
 	if err != nil {
 		return filesError(err, up)
 	}
 	return c.JSON(http.StatusOK, filesBody{Files: list})
 }
 
+// errUploadOverBuffer refuses an upload larger than the whole upload buffer, which no wait
+// would let in.
+func errUploadOverBuffer(total int64) *apiError {
+	return &apiError{http.StatusRequestEntityTooLarge, fmt.Sprintf("This server takes uploads of at most %d MB at once.", total>>20)}
+}
+
+// uploadCommunities is how many communities of the catalog take uploads: the in-memory store
+// gives each that share of its budget (store.FileLimits.Communities).
+func (s *Server) uploadCommunities() int {
+	n := 0
+	for _, cc := range s.cat.Load().byID {
+		if _, ok := uploadsOf(cc.cfg); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // readUploads reads a multipart body and checks every part named "file" against up: its name,
-// its size, its bytes (workspace.CheckUpload), that no name comes twice, and that the request
-// alone stays within the count and the session's bytes. Other parts are read and dropped.
-// Every error it returns is an *apiError or a *http.MaxBytesError.
-func readUploads(r io.Reader, boundary string, up uploadLimits) ([]store.NewFile, error) {
+// its size, its bytes (workspace.CheckUpload), that no name comes twice (nor two names that
+// differ only in case), and that the request alone stays within the count and the session's
+// bytes. Other parts are read and dropped. left, when not nil, is at most how many bytes of the
+// body are still to come (from its Content-Length), so that a file's buffer can be made its
+// size at once rather than grown (and copied) as it is read. Every error it returns is an
+// *apiError or a *http.MaxBytesError.
+func readUploads(r io.Reader, boundary string, up uploadLimits, left func() int64) ([]store.NewFile, error) {
 	mr := multipart.NewReader(r, boundary)
 	var (
 		files []store.NewFile
@@ -188,7 +246,11 @@ func readUploads(r io.Reader, boundary string, up uploadLimits) ([]store.NewFile
 		if len(files) == up.maxFiles {
 			return nil, tooManyFiles(up)
 		}
-		data, err := io.ReadAll(io.LimitReader(part, up.maxFile+1))
+		var hint int64
+		if left != nil {
+			hint = left() + peekAhead
+		}
+		data, err := readPart(part, up.maxFile, hint)
 		if err != nil {
 			return nil, bodyError(err, up)
 		}
@@ -202,6 +264,9 @@ func readUploads(r io.Reader, boundary string, up uploadLimits) ([]store.NewFile
 		if slices.ContainsFunc(files, func(f store.NewFile) bool { return f.Name == name }) {
 			return nil, &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("File %q is in the request twice.", name)}
 		}
+		if i := slices.IndexFunc(files, func(f store.NewFile) bool { return workspace.SameName(f.Name, name) }); i >= 0 {
+			return nil, &apiError{http.StatusUnprocessableEntity, fmt.Sprintf("Files %q and %q differ only in case: an unpacked export could not hold both.", files[i].Name, name)}
+		}
 		if total += int64(len(data)); total > up.maxSession {
 			return nil, uploadTooLarge(up)
 		}
@@ -211,6 +276,35 @@ func readUploads(r io.Reader, boundary string, up uploadLimits) ([]store.NewFile
 		return nil, errNoFilePart
 	}
 	return files, nil
+}
+
+// peekAhead is more than what multipart.Reader reads past the part it hands out (its 4 KB
+// buffer), which readUploads's left has already counted as read.
+const peekAhead = 8 << 10
+
+// readPart reads a part of at most limit bytes (limit+1 or more tells the caller it was longer)
+// into a buffer of hint bytes, when hint is known (else it grows as it is read). A buffer much
+// larger than its part (the first of several files, sized for the whole body) is copied to its
+// size: the store keeps what it is given, and so would keep the rest too.
+func readPart(r io.Reader, limit, hint int64) ([]byte, error) {
+	b := make([]byte, 0, min(limit+1, max(hint, 512)))
+	for int64(len(b)) <= limit {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(cap(b), int(limit+1)-len(b)))
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if slack := cap(b) - len(b); slack > 64<<10 && slack > len(b)/8 {
+		b = bytes.Clone(b)
+	}
+	return b, nil
 }
 
 // partFileName is the filename of a part's Content-Disposition as sent. (Part.FileName keeps
@@ -263,6 +357,8 @@ func tooManyFiles(up uploadLimits) *apiError {
 // filesError is the answer to a store's refusal of an upload, with the community's numbers.
 func filesError(err error, up uploadLimits) error {
 	switch {
+	case errors.Is(err, store.ErrClientFilesFull):
+		return errClientStorage
 	case errors.Is(err, store.ErrTooManyFiles):
 		return tooManyFiles(up)
 	case errors.Is(err, store.ErrSessionFilesFull):
@@ -273,6 +369,24 @@ func filesError(err error, up uploadLimits) error {
 		return errSessionNotFound // it expired between its creation and the upload
 	}
 	return err
+}
+
+// nameClash is the answer to an upload whose file has the name of one the session holds but
+// for case (store.ErrNameClash): 409, naming both.
+func nameClash(ctx context.Context, fs SessionFiles, community, sid string, files []store.NewFile) error {
+	held, err := fs.Files(ctx, community, sid)
+	if err != nil {
+		return lookupError(err)
+	}
+	for _, f := range files {
+		for _, h := range held {
+			if h.Name != f.Name && workspace.SameName(h.Name, f.Name) {
+				return &apiError{http.StatusConflict, fmt.Sprintf("File %q differs only in case from %q, which the session holds: an unpacked export could not hold both. Rename it, or send it as %q to replace that file.", f.Name, h.Name, h.Name)}
+			}
+		}
+	}
+	// The other spelling went meanwhile: the reader may send the file again.
+	return &apiError{http.StatusConflict, "A file's name differed only in case from another of the session. Try again."}
 }
 
 // listFiles is GET /{c}/sessions/{session_id}/files.
@@ -299,15 +413,15 @@ func (s *Server) deleteFile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	name := c.Param("name")
-	if name == "" || len([]rune(name)) > workspace.MaxUploadNameChars {
+	name, ok := pathParam(c, "name")
+	if !ok || name == "" || len([]rune(name)) > workspace.MaxUploadNameChars {
 		return errNoFile
 	}
-	ok, err := fs.DeleteFile(c.Request().Context(), cc.cfg.ID, sid, name)
+	found, err := fs.DeleteFile(c.Request().Context(), cc.cfg.ID, sid, name)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if !found {
 		return errNoFile
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -322,7 +436,7 @@ func (s *Server) manifest(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	runs, err := sessionRuns(c.Request().Context(), fs, cc.cfg.ID, sid, false)
+	runs, err := sessionRuns(c.Request().Context(), fs, cc.cfg.ID, sid)
 	if err != nil {
 		return err
 	}
@@ -330,10 +444,10 @@ func (s *Server) manifest(c echo.Context) error {
 	return c.JSON(http.StatusOK, workspace.Manifest(runs))
 }
 
-// sessionRuns turns the session's run records into workspace runs, each with the files it
-// saved that the store still keeps (with their bytes when withBytes) and the others as
-// missing. 404 for an unknown session.
-func sessionRuns(ctx context.Context, fs SessionFiles, community, sid string, withBytes bool) ([]workspace.Run, error) {
+// sessionRuns turns the session's run records into workspace runs, each with the paths of the
+// files it saved that the store still keeps and the others as missing. 404 for an unknown
+// session.
+func sessionRuns(ctx context.Context, fs SessionFiles, community, sid string) ([]workspace.Run, error) {
 	recs, err := fs.Runs(ctx, community, sid)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errSessionNotFound
@@ -344,7 +458,7 @@ func sessionRuns(ctx context.Context, fs SessionFiles, community, sid string, wi
 	runs := make([]workspace.Run, 0, len(recs))
 	for _, r := range recs {
 		run := workspace.Run{Ordinal: r.Ordinal, CallID: r.CallID, Status: r.Status, Description: r.Description, Code: r.Code,
-			Stdout: r.Stdout, Stderr: r.Stderr, Summary: r.Summary, Files: map[string][]byte{}, Time: r.Time}
+			Stdout: r.Stdout, Stderr: r.Stderr, Summary: r.Summary, Files: []string{}, Time: r.Time}
 		var kept []string
 		if len(r.Files) > 0 {
 			if kept, err = fs.ArtifactPaths(ctx, community, sid, r.CallID); err != nil {
@@ -356,18 +470,7 @@ func sessionRuns(ctx context.Context, fs SessionFiles, community, sid string, wi
 				run.Missing = append(run.Missing, p)
 				continue
 			}
-			var b []byte
-			if withBytes {
-				b, err = fs.Artifact(ctx, community, sid, r.CallID, p)
-				if errors.Is(err, store.ErrNotFound) { // evicted since the listing
-					run.Missing = append(run.Missing, p)
-					continue
-				}
-				if err != nil {
-					return nil, err
-				}
-			}
-			run.Files[p] = b
+			run.Files = append(run.Files, p)
 		}
 		runs = append(runs, run)
 	}
@@ -384,16 +487,25 @@ func lookupError(err error) error {
 
 // export is GET /{c}/sessions/{session_id}/export.zip: the session's workspace (scripts,
 // results, the kept files of its runs, manifest.json, notebook.ipynb) and its uploaded files
-// under data/, as a download. Its size is bounded by the store's: at most MaxRunRecords
-// records, MaxArtifactRuns runs' files (25 MB each) and the session's uploads (max_session_mb),
-// which are read into memory before the zip is streamed.
+// under data/, as a download. The zip is streamed from the store one file at a time, read
+// without a copy (ViewFile, ViewArtifact); what is compressed already is stored as it is
+// (workspace.Method). At most FileSettings.Exports are written at once: past that an export is
+// refused with 503 and a Retry-After (HEAD, which writes no zip, is not counted).
 func (s *Server) export(c echo.Context) error {
 	cc, fs, sid, err := s.sessionFiles(c)
 	if err != nil {
 		return err
 	}
+	head := c.Request().Method == http.MethodHead
+	if !head {
+		done, ok := s.files.startExport()
+		if !ok {
+			return busy(c, errExportsBusy)
+		}
+		defer done()
+	}
 	ctx := c.Request().Context()
-	runs, err := sessionRuns(ctx, fs, cc.cfg.ID, sid, c.Request().Method != http.MethodHead)
+	runs, err := sessionRuns(ctx, fs, cc.cfg.ID, sid)
 	if err != nil {
 		return err
 	}
@@ -405,20 +517,10 @@ func (s *Server) export(c echo.Context) error {
 	for _, r := range runs {
 		modified = later(modified, r.Time)
 	}
-	data := make(map[string][]byte, len(list))
-	for _, f := range list {
+	names := make([]string, len(list))
+	for i, f := range list {
 		modified = later(modified, f.AddedAt)
-		if c.Request().Method == http.MethodHead {
-			continue
-		}
-		_, b, err := fs.File(ctx, cc.cfg.ID, sid, f.Name)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // deleted since the listing
-		}
-		if err != nil {
-			return err
-		}
-		data[f.Name] = b
+		names[i] = f.Name
 	}
 	if modified.IsZero() {
 		modified = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC) // the zip format's first day
@@ -430,15 +532,40 @@ func (s *Server) export(c echo.Context) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("Cache-Control", "private, no-store")
-	if c.Request().Method == http.MethodHead {
+	if head {
 		return c.NoContent(http.StatusOK)
 	}
 	c.Response().WriteHeader(http.StatusOK)
-	if err := workspace.WriteZip(c.Response(), runs, data, modified); err != nil {
+	src := exportSource{ctx: ctx, fs: fs, community: cc.cfg.ID, sid: sid}
+	if err := workspace.WriteZip(c.Response(), runs, names, modified, src); err != nil {
 		// The answer has started: the client sees a cut zip, which does not open.
 		s.log.LogAttrs(ctx, slog.LevelWarn, "writing an export failed", slog.String("request_id", requestID(c)), slog.Any("error", err))
 	}
 	return nil
+}
+
+// exportSource reads an export's files from the store as the zip is written, without copies.
+type exportSource struct {
+	ctx            context.Context // the request's: the export ends with it
+	fs             SessionFiles
+	community, sid string
+}
+
+func (e exportSource) RunFile(callID, path string) ([]byte, error) {
+	return gone(e.fs.ViewArtifact(e.ctx, e.community, e.sid, callID, path))
+}
+
+func (e exportSource) DataFile(name string) ([]byte, error) {
+	return gone(e.fs.ViewFile(e.ctx, e.community, e.sid, name))
+}
+
+// gone turns a file the store no longer has (evicted, deleted, or the session expired since the
+// listing) into workspace.ErrGone.
+func gone(b []byte, err error) ([]byte, error) {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, workspace.ErrGone
+	}
+	return b, err
 }
 
 func later(a, b time.Time) time.Time {

@@ -27,6 +27,8 @@ type Server struct {
 	sealer    sealer
 	// reloadMu makes reloads take turns; requests never wait on it.
 	reloadMu sync.Mutex
+	// files are the process-wide bounds of the upload and export routes (handlers_files.go).
+	files *fileGates
 }
 
 // New builds the server from the communities loaded at start.
@@ -35,6 +37,7 @@ func New(deps Deps) (*Server, error) {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{deps: deps, log: deps.Logger, metrics: newMetrics(), fast: newFastRoutes(deps.Settings.BasePath)}
+	s.files = newFileGates(deps.Settings.Files)
 	for _, c := range deps.Collectors {
 		s.metrics.reg.MustRegister(c)
 	}

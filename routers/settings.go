@@ -36,6 +36,8 @@ type Settings struct {
 	// FastPath says the listener runs the fast path (AnswerFast): bodies of 64 KB or more then
 	// get a sealed copy it sends with sendfile. Without it nothing is sealed.
 	FastPath bool
+	// Files bound the upload and export routes for the whole process.
+	Files FileSettings
 }
 
 // Deps is everything the server is built from.

@@ -809,10 +809,10 @@ func (m *Memory) PutFiles(ctx context.Context, community, id string, files []New
 		return nil, ErrTooManyFiles
 	case total > lim.MaxSessionBytes:
 		return nil, ErrSessionFilesFull
-	case lim.Client != "" && clientDelta > 0 && com.clients[lim.Client]+clientDelta > lim.maxClient(share):
-		return nil, ErrClientFilesFull
 	case delta > 0 && (com.fileBytes+delta > share || m.fileBytes+delta > m.limits.ArtifactBytes):
 		return nil, ErrArtifactBudget // even with every run's files gone it would not fit
+	case lim.Client != "" && clientDelta > 0 && com.clients[lim.Client]+clientDelta > lim.maxClient(share):
+		return nil, ErrClientFilesFull
 	}
 	if s.files == nil {
 		s.files = make(map[string]*memFile, len(files))

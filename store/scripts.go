@@ -433,10 +433,10 @@ for name, b in pairs(sizes) do
 end
 if count > maxFiles then return -1 end
 if sum > maxSession then return -2 end
-if client ~= '' and gain > 0 and tonumber(redis.call('HGET', fclient, client) or '0') + gain > maxClient then return -5 end
 local before = tonumber(redis.call('HGET', fsize, m) or '0')
 local fnow = tonumber(redis.call('GET', ftotal) or '0') - before + after
 if after > before and fnow > budget then return -3 end
+if client ~= '' and gain > 0 and tonumber(redis.call('HGET', fclient, client) or '0') + gain > maxClient then return -5 end
 for i = 11, #ARGV, 3 do
   local name = ARGV[i]
   redis.call('HSET', metas, name, ARGV[i + 1])

@@ -54,6 +54,16 @@ func TestCheckUpload(t *testing.T) {
 		{"space", "my file.csv", []byte("a"), UploadTypes, "", "letters, digits"},
 		{"not allowed here", "t.parquet", []byte("PAR1....PAR1"), []string{"csv"}, "", "only csv files"},
 		{"no extension", "README", []byte("a"), UploadTypes, "", "only csv"},
+		// Names an unpacked export could not hold (issue 22, item 16).
+		{"a device name", "CON.csv", []byte("a"), UploadTypes, "", "CON is a device name on Windows"},
+		{"a device name in lower case", "nul.csv", []byte("a"), UploadTypes, "", "NUL is a device name on Windows"},
+		{"a device name before two dots", "aux.tar.json", []byte("1"), UploadTypes, "", "AUX is a device name"},
+		{"a numbered port", "Com7.tsv", []byte("a"), UploadTypes, "", "COM7 is a device name"},
+		{"a printer port", "LPT1.txt", []byte("a"), UploadTypes, "", "LPT1 is a device name"},
+		{"a name that only starts like a device", "CONFIG.csv", []byte("a"), UploadTypes, "csv", ""},
+		{"a device name after the stem", "data.con.csv", []byte("a"), UploadTypes, "csv", ""},
+		{"a leading dot", ".hidden.csv", []byte("a"), UploadTypes, "", "may not start with '.'"},
+		{"only an extension", ".csv", []byte("a"), UploadTypes, "", "may not start with '.'"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,4 +103,17 @@ func FuzzCheckUpload(f *testing.F) {
 			t.Fatalf("accepted %q as %q", name, typ)
 		}
 	})
+}
+
+func TestSameName(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"a.csv", "a.csv", true}, {"Data.CSV", "data.csv", true}, {"a.csv", "b.csv", false}, {"a.csv", "a.tsv", false},
+	} {
+		if got := SameName(tc.a, tc.b); got != tc.want {
+			t.Errorf("SameName(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
 }

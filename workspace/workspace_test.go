@@ -21,8 +21,33 @@ func testRuns() []Run {
 	return []Run{
 		{Ordinal: 2, CallID: "toolu_b", Status: "error", Description: "Plot it", Code: "import numpy\n", Stderr: "ModuleNotFoundError: numpy\n", Summary: "The code raised.", Time: t0.Add(time.Minute)},
 		{Ordinal: 1, CallID: "toolu_a", Status: "ok", Description: "Sum the scores", Code: "print(1 + 2)\nprint('done')\n", Stdout: "3\ndone\n", Summary: "Ran without an error.",
-			Files: map[string][]byte{"out/summary.csv": []byte("n,3\n"), "a.txt": []byte("x")}, Time: t0},
+			Files: []string{"out/summary.csv", "a.txt"}, Time: t0},
 	}
+}
+
+// mapSource serves files from maps: runs' by call id and path, attached files by name.
+type mapSource struct {
+	runs map[string]map[string][]byte
+	data map[string][]byte
+}
+
+func (m mapSource) RunFile(callID, path string) ([]byte, error) {
+	if b, ok := m.runs[callID][path]; ok {
+		return b, nil
+	}
+	return nil, ErrGone
+}
+
+func (m mapSource) DataFile(name string) ([]byte, error) {
+	if b, ok := m.data[name]; ok {
+		return b, nil
+	}
+	return nil, ErrGone
+}
+
+func testSource() mapSource {
+	return mapSource{runs: map[string]map[string][]byte{"toolu_a": {"out/summary.csv": []byte("n,3\n"), "a.txt": []byte("x")}},
+		data: map[string][]byte{"scores.csv": []byte("subject,score\n")}}
 }
 
 func TestManifest(t *testing.T) {
@@ -44,11 +69,11 @@ func TestManifest(t *testing.T) {
 func TestZip(t *testing.T) {
 	var a, b bytes.Buffer
 	when := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
-	data := map[string][]byte{"scores.csv": []byte("subject,score\n")}
-	if err := WriteZip(&a, testRuns(), data, when); err != nil {
+	data := []string{"scores.csv"}
+	if err := WriteZip(&a, testRuns(), data, when, testSource()); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteZip(&b, testRuns(), data, when); err != nil {
+	if err := WriteZip(&b, testRuns(), data, when, testSource()); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
@@ -132,8 +157,9 @@ func TestSafePath(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	runs := []Run{{Ordinal: 1, Files: map[string][]byte{"../escape.txt": []byte("x"), "ok.txt": []byte("y")}, Time: time.Unix(0, 0)}}
-	if err := WriteZip(&b, runs, map[string][]byte{"../d.csv": nil}, time.Unix(0, 0)); err != nil {
+	runs := []Run{{Ordinal: 1, CallID: "c", Files: []string{"../escape.txt", "ok.txt"}, Time: time.Unix(0, 0)}}
+	src := mapSource{runs: map[string]map[string][]byte{"c": {"../escape.txt": []byte("x"), "ok.txt": []byte("y")}}, data: map[string][]byte{"../d.csv": nil}}
+	if err := WriteZip(&b, runs, []string{"../d.csv"}, time.Unix(0, 0), src); err != nil {
 		t.Fatal(err)
 	}
 	z, err := zip.NewReader(bytes.NewReader(b.Bytes()), int64(b.Len()))
