@@ -56,7 +56,11 @@ type serveSettings struct {
 	// sessionIdle ends a live server-side interpreter unused this long; 0 turns sessions off.
 	sessionIdle time.Duration
 	// artifactMB bounds the kept files of server-side runs (and uploads).
-	artifactMB      int
+	artifactMB int
+	// uploadBufferMB, uploadClientMB and exports bound the file routes (routers.FileSettings).
+	uploadBufferMB  int
+	uploadClientMB  int
+	exports         int
 	sandboxLoopback bool
 	// workerBinary is the binary started as sandbox-worker; empty is this one. Tests set it.
 	workerBinary string
@@ -99,6 +103,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.IntVar(&s.sandboxWorkers, "sandbox-workers", envInt(getenv, "ASSISTANT_SANDBOX_WORKERS", -1), "Python worker processes for server-side runs; -1: one per CPU; 0: run in this process, strict mode, one run per CPU at once (ASSISTANT_SANDBOX_WORKERS)")
 	fs.IntVar(&s.sandboxQueue, "sandbox-queue", envInt(getenv, "ASSISTANT_SANDBOX_QUEUE", 0), "server-side runs that may wait for a worker (or, with --sandbox-workers 0, a place in this process); beyond it a run is refused at once; 0: 4 per worker or place; -1: none (ASSISTANT_SANDBOX_QUEUE)")
 	fs.IntVar(&s.artifactMB, "artifact-mb", envInt(getenv, "ASSISTANT_ARTIFACT_MB", store.DefaultArtifactBytes>>20), "the most MB of server-side runs' files kept at once: for this process without Redis, for each community with it; the oldest go first (ASSISTANT_ARTIFACT_MB)")
+	fs.IntVar(&s.uploadBufferMB, "upload-buffer-mb", envInt(getenv, "ASSISTANT_UPLOAD_BUFFER_MB", routers.DefaultUploadBufferBytes>>20), "the most MB of upload bodies held in memory at once, however many arrive; an upload that does not fit is refused with 503 before it is read (ASSISTANT_UPLOAD_BUFFER_MB)")
+	fs.IntVar(&s.uploadClientMB, "upload-client-mb", envInt(getenv, "ASSISTANT_UPLOAD_CLIENT_MB", 0), "the most MB of attached files one client address may keep in one community; 0: a quarter of the community's storage for files (ASSISTANT_UPLOAD_CLIENT_MB)")
+	fs.IntVar(&s.exports, "export-concurrency", envInt(getenv, "ASSISTANT_EXPORT_CONCURRENCY", 0), "how many export.zip answers may be written at once; past it 503 with a Retry-After; 0: one per CPU (ASSISTANT_EXPORT_CONCURRENCY)")
 	fs.DurationVar(&s.sessionIdle, "sandbox-session-idle", envDuration(getenv, "ASSISTANT_SANDBOX_SESSION_IDLE", 10*time.Minute), "a chat session's server runs share one live interpreter, ended after this idle time (the worker processes use 10m); 0 gives every run a fresh one (ASSISTANT_SANDBOX_SESSION_IDLE)")
 	fs.IntVar(&s.sandboxMemoryMB, "sandbox-memory-mb", envInt(getenv, "ASSISTANT_SANDBOX_MEMORY_MB", 2048), "the most memory one server-side run may use, whatever a community's limits.memory_mb says (ASSISTANT_SANDBOX_MEMORY_MB)")
 	fs.BoolVar(&s.sandboxLoopback, "sandbox-allow-loopback", env("ASSISTANT_SANDBOX_ALLOW_LOOPBACK") == "1", "let server-side osa.fetch reach loopback addresses, for tests (ASSISTANT_SANDBOX_ALLOW_LOOPBACK=1)")
@@ -143,6 +150,15 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if s.artifactMB < 1 || s.artifactMB > 1<<20 {
 		return s, fmt.Errorf("artifact budget %d MB: want 1 to %d", s.artifactMB, 1<<20)
+	}
+	if s.uploadBufferMB < 1 || s.uploadBufferMB > 1<<20 {
+		return s, fmt.Errorf("upload buffer %d MB: want 1 to %d", s.uploadBufferMB, 1<<20)
+	}
+	if s.uploadClientMB < 0 || s.uploadClientMB > 1<<20 {
+		return s, fmt.Errorf("upload share of a client %d MB: want 0 to %d", s.uploadClientMB, 1<<20)
+	}
+	if s.exports < 0 || s.exports > 1024 {
+		return s, fmt.Errorf("export concurrency %d: want 0 to 1024", s.exports)
 	}
 	return s, nil
 }
@@ -287,6 +303,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 			BasePath: s.basePath, Deployment: dep, CORSOrigins: origins, AdminKey: s.adminKey,
 			DefaultModel: s.defaultModel, ResolveModel: models.DefaultModel, Version: version, Commit: commit,
 			RateLimits: rl, TrustedProxies: trusted, AccessLog: s.accessLog, FastPath: s.fastPath,
+			Files: routers.FileSettings{UploadBufferBytes: int64(s.uploadBufferMB) << 20, ClientBytes: int64(s.uploadClientMB) << 20, Exports: s.exports},
 		},
 		Logger:      log,
 		Getenv:      getenv,
