@@ -28,6 +28,7 @@ var handOffSeeds = []string{
 // expectHandOff works out what the fast path must do with in, sent on one connection that
 // the client then half-closes, when only GET or HEAD /fast is answered: how many answers, and
 // the bytes handed to net/http (nil for none), read from where the last answered head ended.
+// A head the half close cut short is handed over too, so that net/http answers it.
 func expectHandOff(in []byte) (answers int, handed []byte) {
 	for off := 0; ; {
 		window := in[off:min(len(in), off+headBuffer)]
@@ -41,8 +42,10 @@ func expectHandOff(in []byte) (answers int, handed []byte) {
 				return answers, nil
 			}
 			continue
+		case v == incomplete && len(window) == 0:
+			return answers, nil // the client ended between requests: closed
 		case v == incomplete && len(window) < headBuffer:
-			return answers, nil // the client ended mid-head (or between requests): closed
+			return answers, in[off:] // the client ended mid-head: net/http answers it
 		}
 		return answers, in[off:] // refused, declined, or a head too large for the buffer
 	}

@@ -389,6 +389,12 @@ func (w *worker) event(c *conn) {
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 			return
 		}
+		if m == 0 && c.n > c.r && !w.s.closing.Load() {
+			// A head cut short by the client's half close: net/http, handed the bytes and
+			// then the end, answers it (a 400) as it would alone.
+			w.handOff(c)
+			return
+		}
 		if m <= 0 {
 			w.closeConn(c) // the client closed, or the connection failed
 			return

@@ -53,8 +53,11 @@ func parse(b []byte, r *Request) (verdict, int) {
 	end := bytes.Index(b, endOfHead)
 	if end < 0 {
 		// A bare LF ends lines for net/http; this parser would wait for a CRLF forever. Any
-		// method but GET and HEAD is net/http's at once, not after its head has arrived.
-		if bareLF(b) || !methodPrefix(b) {
+		// method but GET and HEAD is net/http's at once, not after its head has arrived, and
+		// so is a whole line this parser refuses (HTTP/0.9's "GET /x", a broken header):
+		// net/http answers some of them at once, and waiting for the rest of the head would
+		// hold the answer back until the header timeout.
+		if bareLF(b) || !methodPrefix(b) || !linesSoFar(b) {
 			return refuse, 0
 		}
 		return incomplete, 0
@@ -81,6 +84,29 @@ func parse(b []byte, r *Request) (verdict, int) {
 		return refuse, 0
 	}
 	return complete, n
+}
+
+// linesSoFar reports whether the whole lines at the start of b, a head still incomplete, are
+// ones parse would take: the request line, then header lines.
+func linesSoFar(b []byte) bool {
+	end := bytes.LastIndex(b, []byte("\r\n"))
+	if end < 0 {
+		return true
+	}
+	var r Request
+	line, rest := cutLine(b[:end+2])
+	if !requestLine(line, &r) {
+		return false
+	}
+	hosts := 0
+	for len(rest) > 0 {
+		line, rest = cutLine(rest)
+		name, value, ok := headerLine(line)
+		if !ok || !r.header(name, value, &hosts) {
+			return false
+		}
+	}
+	return true
 }
 
 // header takes one header line into r, counting Host lines in hosts; false refuses the request.

@@ -33,6 +33,12 @@ func TestParse(t *testing.T) {
 		{"a HEAD begun", "HEAD /x", incomplete, Request{}},
 		{"a POST begun: net/http's at once", "POST /nemar/chat HTTP/1.1\r\nHost: x\r\nContent-Le", refuse, Request{}},
 		{"a P: net/http's at once", "P", refuse, Request{}},
+		{"a request line, headers to come", "GET /nemar HTTP/1.1\r\n", incomplete, Request{}},
+		{"a Host, more to come", "GET /nemar HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n", incomplete, Request{}},
+		{"HTTP/0.9: net/http's at once", "GET /nemar\r\n", refuse, Request{}},
+		{"HTTP/1.0 before its end: net/http's at once", "GET /nemar HTTP/1.0\r\nHo", refuse, Request{}},
+		{"a broken header before the end: net/http's at once", "GET /nemar HTTP/1.1\r\nHost x\r\nAcc", refuse, Request{}},
+		{"a header it leaves to net/http, before the end", "GET /nemar HTTP/1.1\r\nRange: bytes=0-1\r\n", refuse, Request{}},
 
 		{"bare LF", "GET /nemar HTTP/1.1\nHost: x\n\n", refuse, Request{}},
 		{"bare LF before the end arrives", "GET /nemar HTTP/1.1\nHo", refuse, Request{}},
