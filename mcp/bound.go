@@ -24,6 +24,7 @@ type TooLargeError struct {
 	Limit  int64 // bytes
 }
 
+// Error is the message the log and the model read.
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("the answer of MCP server %s was larger than %s; it was not read", e.Server, sizeText(e.Limit))
 }

@@ -24,8 +24,8 @@ const (
 // with it over its stdin and stdout. The SDK's CommandTransport ends only the child: whatever
 // the child started (a wrapper's real server, "yes >&2 &") was left running. Here the group
 // ends with the child: when it exits, when the connection closes (close, reload, reconnect),
-// and when the server is stopped while the child starts (its context is cancelled). Each line the child writes is capped
-// at MaxMessageBytes as it is read.
+// and when the server is stopped while the child starts (its context is cancelled). Each line
+// the child writes is capped at MaxMessageBytes as it is read.
 type commandTransport struct {
 	cmd    *exec.Cmd
 	server string

@@ -20,6 +20,7 @@ type RedirectError struct {
 	From, To string
 }
 
+// Error says which redirect was not followed, and why.
 func (e *RedirectError) Error() string {
 	switch {
 	case e.To == "":
