@@ -1,6 +1,7 @@
 package routers
 
 import (
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,7 +69,7 @@ type series struct {
 // modified, when a new one appears, so the usual request takes no lock and allocates nothing
 // (WithLabelValues hashes its labels and formats the status on every call).
 func (m *metrics) observe(route, method string, status int, d time.Duration) {
-	k := seriesKey{route, method, status}
+	k := seriesKey{route, methodLabel(method), status}
 	sr, ok := (*m.series.Load())[k]
 	if !ok {
 		sr = m.addSeries(k)
@@ -76,6 +77,22 @@ func (m *metrics) observe(route, method string, status int, d time.Duration) {
 	sr.requests.Inc()
 	sr.duration.Observe(d.Seconds())
 }
+
+// methodLabel is the method label of a request: the method itself when it is a standard one
+// (RFC 9110 §9, and PATCH), or "other". A client may send any token as a method, and each
+// would otherwise be a series of its own for the life of the process. The label returned is
+// the constant, so a series never keeps a request's memory alive.
+func methodLabel(method string) string {
+	for _, m := range standardMethods {
+		if method == m {
+			return m
+		}
+	}
+	return "other"
+}
+
+var standardMethods = [...]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+	http.MethodDelete, http.MethodPatch, http.MethodOptions, http.MethodConnect, http.MethodTrace}
 
 func (m *metrics) addSeries(k seriesKey) series {
 	m.seriesMu.Lock()
@@ -85,8 +102,8 @@ func (m *metrics) addSeries(k seriesKey) series {
 		return sr
 	}
 	sr := series{m.requests.WithLabelValues(k.route, k.method, strconv.Itoa(k.status)), m.duration.WithLabelValues(k.route)}
-	// The labels come from route templates, methods and status codes, so the map stays small;
-	// past a bound (a flood of odd methods) new series are counted without caching.
+	// The labels come from route templates, the standard methods and status codes, so the map
+	// stays small; the bound is only a second line of defence.
 	if len(old) >= maxCachedSeries {
 		return sr
 	}
