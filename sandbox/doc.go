@@ -22,6 +22,12 @@
 //   - classifying the outcome as ok, error, timeout or oom, and telling a failed prelude, from
 //     what the host saw itself (its deadline, the allocator's refusals, the phases the run
 //     driver announced once each), never from an exit code the program could choose (run.go);
+//     a live session's run ends when the host sees its interpreter wait for the next request,
+//     never on a message the program could write too, so a program cannot end its own run and
+//     compute on past its deadline (session.go); an interpreter that does not stop when told
+//     to is counted (Engine.Stuck) and its worker process killed;
+//   - which interpreter holds a session's state (Request.Interpreter, Result.Interpreter): a
+//     run told of another one, on another replica or ended, starts anew and says so;
 //   - the worker pool (pool.go, worker.go, protocol.go): `assistant sandbox-worker` processes
 //     of the same binary, each an Engine in fast mode, started ahead of demand and fed over a
 //     framed protocol on stdin/stdout; a worker whose run overstays its deadline by a grace is
@@ -37,7 +43,8 @@
 //     osa_device.py), whose fetch, fetch_bytes, fetch_text, save_script and save_artifact reach
 //     the host through a device file, /dev/osa/call, where every rule is enforced (CheckURL, the
 //     browser's fetch_allow rule; no redirects; no private, loopback or link-local address
-//     after DNS resolution; size and time caps; the workspace caps); an import of a package
+//     after DNS resolution; size and time caps, counted per run in a live session too; the
+//     workspace caps); an import of a package
 //     the runtime lacks fails naming what it has; bytecode for the driver, osa and the wheels
 //     compiled once per process by a trusted run;
 //   - turning a Result into the ClientToolResult the model reads, with its deterministic

@@ -376,7 +376,9 @@ var resolveHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 }
 
-// egress performs the fetches of one run under the community's fetch_allow.
+// egress performs fetches under the community's fetch_allow: one run's, or every run of a live
+// session's interpreter (its connections are reused); what a run may fetch is counted per run,
+// in the run's fetchTally.
 type egress struct {
 	allow         []string
 	allowLoopback bool
@@ -384,8 +386,13 @@ type egress struct {
 	timeout       time.Duration
 	client        *http.Client
 	transport     *http.Transport
-	fetches       int
-	fetched       int64 // response bytes so far
+}
+
+// fetchTally is what one run fetched: each run of a live session starts from zero, as each run
+// in the browser does, so an earlier run's fetches never count against a later one.
+type fetchTally struct {
+	fetches int
+	bytes   int64 // response bytes so far
 }
 
 func newEgress(allow []string, allowLoopback bool, timeout time.Duration, maxBytes int64) *egress {
@@ -469,9 +476,9 @@ type fetchResponse struct {
 	Headers [][2]string `json:"headers"`
 }
 
-// fetch performs one request for the guest. It returns a *refusal when the policy says no,
-// and another error when the request failed.
-func (g *egress) fetch(ctx context.Context, req fetchRequest, body []byte) (fetchResponse, []byte, error) {
+// fetch performs one request for the guest, counted in the run's tally. It returns a *refusal
+// when the policy says no, and another error when the request failed.
+func (g *egress) fetch(ctx context.Context, tally *fetchTally, req fetchRequest, body []byte) (fetchResponse, []byte, error) {
 	u, reason := CheckURL(req.URL, g.allow)
 	if reason != "" {
 		return fetchResponse{}, nil, &refusal{reason, g.allowedText()}
@@ -489,8 +496,8 @@ func (g *egress) fetch(ctx context.Context, req fetchRequest, body []byte) (fetc
 	if len(req.Headers) > maxFetchHeaders {
 		return fetchResponse{}, nil, fmt.Errorf("%d request headers, over the cap of %d", len(req.Headers), maxFetchHeaders)
 	}
-	g.fetches++
-	if g.fetches > maxFetchesPerRun || g.fetched >= maxFetchedPerRun {
+	tally.fetches++
+	if tally.fetches > maxFetchesPerRun || tally.bytes >= maxFetchedPerRun {
 		return fetchResponse{}, nil, &refusal{ReasonTooMany, fmt.Sprintf("one run may fetch at most %d times and %d MB in all", maxFetchesPerRun, maxFetchedPerRun>>20)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
@@ -533,7 +540,7 @@ func (g *egress) fetch(ctx context.Context, req fetchRequest, body []byte) (fetc
 		return fetchResponse{}, nil, &refusal{ReasonTooLarge, fmt.Sprintf("the body is %d bytes, over the %d-byte cap", resp.ContentLength, g.maxBytes)}
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, g.maxBytes+1))
-	g.fetched += int64(len(data))
+	tally.bytes += int64(len(data))
 	if err != nil {
 		return fetchResponse{}, nil, g.failure(ctx, err)
 	}

@@ -169,7 +169,7 @@ func TestEgressFetch(t *testing.T) {
 	defer g.close()
 	ctx := context.Background()
 
-	resp, body, err := g.fetch(ctx, fetchRequest{URL: srv.URL + "/data/hello.txt"}, nil)
+	resp, body, err := g.fetch(ctx, &fetchTally{}, fetchRequest{URL: srv.URL + "/data/hello.txt"}, nil)
 	if err != nil || resp.Status != 200 || string(body) != "hello from GET /data/hello.txt" {
 		t.Fatalf("allowed fetch: %+v %q %v", resp, body, err)
 	}
@@ -182,18 +182,18 @@ func TestEgressFetch(t *testing.T) {
 		t.Errorf("headers %q lack x-test", resp.Headers)
 	}
 
-	_, body, err = g.fetch(ctx, fetchRequest{URL: srv.URL + "/data/echo", Method: "post",
+	_, body, err = g.fetch(ctx, &fetchTally{}, fetchRequest{URL: srv.URL + "/data/echo", Method: "post",
 		Headers: [][2]string{{"X-Custom", "1"}, {"Cookie", "a=b"}, {"Host", "evil"}, {"Authorization", "Bearer t"}}}, []byte("payload"))
 	if err != nil || string(body) != `POST 1 host=false|cookie="" auth="Bearer t" ua="`+fetchUserAgent+`"|payload` {
 		t.Errorf("POST with headers: %q %v", body, err)
 	}
-	if _, body, err = g.fetch(ctx, fetchRequest{URL: "http://local.test:" + port + "/data/hello.txt"}, nil); err != nil || !strings.HasPrefix(string(body), "hello") {
+	if _, body, err = g.fetch(ctx, &fetchTally{}, fetchRequest{URL: "http://local.test:" + port + "/data/hello.txt"}, nil); err != nil || !strings.HasPrefix(string(body), "hello") {
 		t.Errorf("a name that resolves to loopback, loopback allowed: %q %v", body, err)
 	}
-	if _, body, err = g.fetch(ctx, fetchRequest{URL: "http://mixed.test:" + port + "/data/hello.txt"}, nil); err != nil || !strings.HasPrefix(string(body), "hello") {
+	if _, body, err = g.fetch(ctx, &fetchTally{}, fetchRequest{URL: "http://mixed.test:" + port + "/data/hello.txt"}, nil); err != nil || !strings.HasPrefix(string(body), "hello") {
 		t.Errorf("a name with a private and a loopback address: %q %v", body, err)
 	}
-	resp, _, err = g.fetch(ctx, fetchRequest{URL: srv.URL + "/data/missing"}, nil)
+	resp, _, err = g.fetch(ctx, &fetchTally{}, fetchRequest{URL: srv.URL + "/data/missing"}, nil)
 	if err != nil || resp.Status != 404 {
 		t.Errorf("404: %+v %v", resp, err)
 	}
@@ -216,13 +216,13 @@ func TestEgressFetch(t *testing.T) {
 		{"http://mapped.test/", "", ReasonPrivateAddress},
 	}
 	for _, tc := range refused {
-		_, _, err := g.fetch(ctx, fetchRequest{URL: tc.url, Method: tc.method}, nil)
+		_, _, err := g.fetch(ctx, &fetchTally{}, fetchRequest{URL: tc.url, Method: tc.method}, nil)
 		var r *refusal
 		if !errors.As(err, &r) || r.Reason != tc.reason {
 			t.Errorf("fetch %s %s: err = %v, want refusal %s", tc.method, tc.url, err, tc.reason)
 		}
 	}
-	_, _, err = g.fetch(ctx, fetchRequest{URL: "http://private.test/x"}, nil)
+	_, _, err = g.fetch(ctx, &fetchTally{}, fetchRequest{URL: "http://private.test/x"}, nil)
 	if err == nil || err.Error() != "private_address: private.test resolves to 10.1.2.3, a private, loopback, link-local or reserved address" {
 		t.Errorf("the refusal does not say where the name leads: %v", err)
 	}
@@ -231,7 +231,7 @@ func TestEgressFetch(t *testing.T) {
 	strict := newEgress(allow, false, 2*time.Second, 1000)
 	defer strict.close()
 	for _, u := range []string{srv.URL + "/data/hello.txt", "http://local.test:" + port + "/data/hello.txt"} {
-		_, _, err := strict.fetch(ctx, fetchRequest{URL: u}, nil)
+		_, _, err := strict.fetch(ctx, &fetchTally{}, fetchRequest{URL: u}, nil)
 		var r *refusal
 		if !errors.As(err, &r) || r.Reason != ReasonPrivateAddress {
 			t.Errorf("loopback not allowed, fetch %s: err = %v, want private_address", u, err)
@@ -242,14 +242,14 @@ func TestEgressFetch(t *testing.T) {
 	quick := newEgress(allow, true, 300*time.Millisecond, 1000)
 	defer quick.close()
 	start := time.Now()
-	_, _, err = quick.fetch(ctx, fetchRequest{URL: srv.URL + "/data/slow"}, nil)
+	_, _, err = quick.fetch(ctx, &fetchTally{}, fetchRequest{URL: srv.URL + "/data/slow"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "no answer within") || time.Since(start) > 3*time.Second {
 		t.Errorf("slow fetch: err = %v after %v", err, time.Since(start))
 	}
 	ended, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	if _, _, err = g.fetch(ended, fetchRequest{URL: srv.URL + "/data/slow"}, nil); err == nil || time.Since(start) > 2*time.Second {
+	if _, _, err = g.fetch(ended, &fetchTally{}, fetchRequest{URL: srv.URL + "/data/slow"}, nil); err == nil || time.Since(start) > 2*time.Second {
 		t.Errorf("fetch past the run's deadline: err = %v after %v", err, time.Since(start))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -88,7 +89,14 @@ type Engine struct {
 	syntax   checker   // the long-lived compile-check interpreter (syntax.go)
 	cacheDir string    // where snapshots are kept on disk ("" for memory only)
 	snaps    snapshots // the image session interpreters start from (snapshot.go)
+	// stuck counts the session interpreters that did not stop when told to (Session.stop).
+	stuck atomic.Int64
 }
+
+// Stuck reports how many session interpreters did not stop within the grace when told to:
+// each still runs, on a goroutine nothing can end (a loop inside C, in ModeFast). A worker
+// process with one has itself killed (ServeWorker); in any other process it is logged.
+func (e *Engine) Stuck() int64 { return e.stuck.Load() }
 
 // New loads the engine in opts.Dir: it checks python.wasm against the build's SHA256SUMS,
 // compiles it (from the on-disk cache when present) and logs which engine it loaded. Any failure

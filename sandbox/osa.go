@@ -151,11 +151,13 @@ func (w *workspace) save(name string, data []byte) *refusal {
 
 // osaHost is the host side of one run's osa module.
 type osaHost struct {
-	// done receives a live session's exit code of the run (nil outside sessions).
-	done      chan int
+	// session is set for a run of a live session (session.go): what its driver reports when
+	// the run's program has returned. Nil outside sessions.
+	session   *runEnd
 	ctx       context.Context
 	mu        sync.Mutex
 	egress    *egress
+	fetched   fetchTally // this run's fetches
 	ws        workspace
 	exception string
 	phase     phase
@@ -226,7 +228,7 @@ func (h *osaHost) call(header, body []byte) []byte {
 		if !req.Body {
 			body = nil
 		}
-		resp, data, err := h.egress.fetch(h.ctx, fetchRequest{URL: req.URL, Method: req.Method, Headers: req.Headers}, body)
+		resp, data, err := h.egress.fetch(h.ctx, &h.fetched, fetchRequest{URL: req.URL, Method: req.Method, Headers: req.Headers}, body)
 		var r *refusal
 		switch {
 		case errors.As(err, &r):
@@ -249,15 +251,14 @@ func (h *osaHost) call(header, body []byte) []byte {
 		}
 		return answer(map[string]any{"ok": true}, nil)
 	case "done":
-		// A live session's run ended (session.go); only the host of a session listens.
-		if h.done == nil || req.Code < 0 {
+		// A live session's driver reports the run's exit code. It does not end the run: the
+		// program could write this too, and then go on running. The run ends when the
+		// interpreter, having reported, waits for its next request (sessionInput), so only what
+		// the host sees ends it (see runEnd).
+		if h.session == nil || req.Code < 0 {
 			return answer(map[string]any{"error": "not a session"}, nil)
 		}
-		select {
-		case h.done <- req.Code:
-		default:
-			return answer(map[string]any{"error": "the run already ended"}, nil)
-		}
+		h.session.report(req.Code)
 		return answer(map[string]any{"ok": true}, nil)
 	case "report":
 		h.exception = strings.ToValidUTF8(string(body[:min(len(body), 1000)]), "")

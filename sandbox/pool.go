@@ -96,7 +96,7 @@ type PoolStats struct {
 	Queued  int // runs waiting for a worker
 	// Counters since NewPool.
 	Started    int64 // worker processes started, replacements included
-	Killed     int64 // workers killed because a run overstayed its deadline by the grace
+	Killed     int64 // workers killed: a run overstayed its deadline by the grace, or an interpreter did not stop
 	Crashed    int64 // workers that ended on their own
 	Overloaded int64 // runs refused with *OverloadError
 	// Sessions and SessionMemory are the live session interpreters of the live workers and
@@ -440,7 +440,7 @@ func (p *Pool) acquire(ctx context.Context) (*worker, error) {
 func (p *Pool) release(w *worker) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.live[w]; !ok || !w.alive() || p.closed {
+	if _, ok := p.live[w]; !ok || !w.alive() || w.killed.Load() || p.closed {
 		return // ended, or ending: its reaper replaces it
 	}
 	if ws := p.wanted[w]; len(ws) > 0 { // a run of a session this worker holds
@@ -658,6 +658,14 @@ func (p *Pool) reap(w *worker, out *os.File) {
 		if err != nil {
 			w.readErr = err
 			break
+		}
+		if f.Stuck && !w.killed.Swap(true) {
+			// An interpreter in the worker did not stop: only the process's end stops it.
+			// Marked here, before the frame goes on, so the worker's own exit is not counted as
+			// a crash.
+			p.killed.Add(1)
+			p.log.Warn("python worker killed: an interpreter did not stop when told to", "pid", w.pid)
+			_ = w.cmd.Process.Kill()
 		}
 		select {
 		case w.frames <- f:

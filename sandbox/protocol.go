@@ -70,6 +70,9 @@ type frame struct {
 	Hello   *hello   `json:"hello,omitempty"`
 	// Sessions is the worker's live interpreters after a run (with a result or an error).
 	Sessions *sessionStats `json:"sessions,omitempty"`
+	// Stuck, on a result or an error, says that an interpreter of the worker did not stop when
+	// told to and still runs (Engine.Stuck): the pool kills the worker, the only way to end it.
+	Stuck bool `json:"stuck,omitempty"`
 	// Data announces the raw frames that follow a run frame: its Request's attached files.
 	// readFrame consumes it (into Request.Data), so a frame it returns never has it.
 	Data []dataFile `json:"data,omitempty"`

@@ -78,6 +78,12 @@ type Request struct {
 	// died), so its first run says so.
 	Session          string
 	SessionRestarted bool
+	// Interpreter, for a session's run, is the interpreter that held the session's state after
+	// its last run, as that run's Result.Interpreter said (the caller keeps it in the session
+	// store, so it holds across replicas); "" when none is known. A session whose interpreter
+	// is not that one (it ended, or it runs on another replica) starts a new one, and the run
+	// says so (MsgRestarted): the session's names are in the other one.
+	Interpreter string
 	// AllowLoopback lets osa.fetch reach loopback addresses, for tests against a local server.
 	// Private, link-local and reserved addresses are refused regardless.
 	AllowLoopback bool
@@ -124,6 +130,12 @@ type Result struct {
 	// status.
 	Artifacts []string
 	Files     map[string][]byte
+	// Interpreter, for a session's run, names the interpreter that holds the session's state
+	// after the run (an id drawn when it started); the caller records it for the session's next
+	// run (Request.Interpreter). It is set when the run ended the interpreter too (a timeout),
+	// so the next run says it restarted wherever it runs, and "" when no state is left to
+	// remember (the prelude failed, so the next interpreter starts clean, as at first).
+	Interpreter string
 }
 
 // How a run's verdict is reached. The program runs in the same interpreter as the run driver,

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -44,8 +46,9 @@ type Session struct {
 
 // liveInstance is one running interpreter of a session.
 type liveInstance struct {
+	id     string // drawn at start (Result.Interpreter)
 	key    string // the policy it was started with
-	stdin  *io.PipeWriter
+	stdin  *sessionInput
 	stdout *switchWriter
 	stderr *switchWriter
 	alloc  atomic.Pointer[allocator]
@@ -89,7 +92,14 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 		timeout = time.Duration(limits.Runtime.ExecSeconds.Default) * time.Second
 	}
 	key := policyKey(req)
-	if cur := s.live.Load(); cur != nil && cur.key != key {
+	cur := s.live.Load()
+	switch {
+	case cur != nil && req.Interpreter != "" && cur.id != req.Interpreter:
+		// The session's state is another interpreter's (its last run was elsewhere): this
+		// one's names are older than the session's, so it goes, and the new one says so.
+		s.stop(nil)
+		s.ended = true
+	case cur != nil && cur.key != key:
 		s.stop(nil) // the policy changed: a new interpreter, without the restart line
 	}
 	restarted := false
@@ -100,7 +110,8 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 			return Result{}, err
 		}
 		s.live.Store(live)
-		restarted, prelude = s.ended, req.Prelude
+		// An interpreter of the session held state (here, or where the record says): gone.
+		restarted, prelude = s.ended || (req.Interpreter != "" && cur == nil), req.Prelude
 	}
 	live := s.live.Load()
 	if err := live.data.set(req.Data); err != nil {
@@ -116,20 +127,21 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 	live.stderr.set(stderr)
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// A fresh host for every run: its own phases, report, saved files and deadline.
-	host := &osaHost{ctx: runCtx, egress: live.policy.host.egress, done: make(chan int, 1)}
+	// A fresh host for every run: its own phases, report, saved files, fetch counts and
+	// deadline.
+	end := &runEnd{ended: make(chan struct{})}
+	host := &osaHost{ctx: runCtx, egress: live.policy.host.egress, session: end}
 	live.policy.hp.Store(host)
 
 	start := time.Now()
-	// One write: the pipe blocks until the interpreter has read it all (it fails once the
-	// instance ends), and an empty write would reach the interpreter as an end of input.
 	msg := fmt.Appendf(nil, "%d %d\n", len(prelude), len(req.Source))
 	msg = append(append(msg, prelude...), req.Source...)
-	go func() { _, _ = live.stdin.Write(msg) }()
+	live.stdin.put(msg, end)
 
-	res := Result{Timeout: timeout, Python: s.e.python, Packages: s.e.packageImports()}
+	res := Result{Timeout: timeout, Python: s.e.python, Packages: s.e.packageImports(), Interpreter: live.id}
 	select {
-	case code := <-host.done:
+	case <-end.ended:
+		code := end.exitCode()
 		res.ExitCode = code
 		res.Status = StatusError
 		if host.phaseNow() == phaseCode && code == 0 {
@@ -168,6 +180,7 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 	if res.PreludeFailed {
 		s.stop(nil) // the prelude runs again in the next interpreter, which starts clean
 		s.ended = false
+		res.Interpreter = ""
 	}
 	res.Stdout, res.StdoutTruncated = stdout.String(), stdout.Truncated()
 	res.Stderr, res.StderrTruncated = stderr.String(), stderr.Truncated()
@@ -200,17 +213,17 @@ func (s *Session) start(ctx context.Context, req Request, key string) (*liveInst
 		cancel(err)
 		return nil, err
 	}
-	inR, inW := io.Pipe()
-	live := &liveInstance{key: key, stdin: inW, stdout: &switchWriter{w: io.Discard}, stderr: &switchWriter{w: io.Discard},
-		cancel: cancel, ended: make(chan outcome, 1), policy: policy, data: data}
 	// What an interpreter writes before it first reads a request is the runtime's, never a
 	// run's: from an image, libc's constructors run again, and mimalloc's flushes its delayed
 	// output (a newline) to stderr.
 	gate := new(atomic.Bool)
+	in := newSessionInput(instCtx, gate)
+	live := &liveInstance{id: newInterpreterID(), key: key, stdin: in, stdout: &switchWriter{w: io.Discard}, stderr: &switchWriter{w: io.Discard},
+		cancel: cancel, ended: make(chan outcome, 1), policy: policy, data: data}
 	go func() {
 		o := s.e.run(instCtx, instance{
 			args:     []string{"python", "-c", sessionDriver},
-			stdinR:   gateReader{gate, inR},
+			stdinR:   in,
 			stdout:   gateWriter{gate, live.stdout},
 			stderr:   gateWriter{gate, live.stderr},
 			memLimit: requestMemory(req),
@@ -220,7 +233,6 @@ func (s *Session) start(ctx context.Context, req Request, key string) (*liveInst
 			onResume: func() { s.snapStarts.Add(1) },
 			onAlloc:  func(a *allocator) { live.alloc.Store(a) },
 		})
-		_ = inR.Close()
 		policy.close()
 		live.ended <- o
 	}()
@@ -231,7 +243,11 @@ func (s *Session) start(ctx context.Context, req Request, key string) (*liveInst
 // not see its context until it returns; the worker process is then killed from outside.
 const stopGrace = 2 * time.Second
 
-// stop ends the current interpreter and waits for it (at most stopGrace). The caller holds s.mu.
+// stop ends the current interpreter and waits for it (at most stopGrace). One waiting for its
+// next request ends at once (sessionInput); one running its program ends at its next deadline
+// check. One that does not end in time (a loop inside C, in ModeFast) is counted as stuck
+// (Engine.Stuck): a worker process then has itself killed, since nothing else stops it. The
+// caller holds s.mu.
 func (s *Session) stop(cause error) {
 	live := s.live.Load()
 	if live == nil {
@@ -241,11 +257,13 @@ func (s *Session) stop(cause error) {
 		cause = context.Canceled
 	}
 	live.cancel(cause)
-	_ = live.stdin.Close()
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
 	select {
 	case <-live.ended:
-	case <-time.After(stopGrace):
-		s.e.log.Warn("a session's interpreter did not stop in time; its goroutine is left to end")
+	case <-t.C:
+		s.e.stuck.Add(1)
+		s.e.log.Error("a session's interpreter did not stop within the grace; it still runs", "grace", stopGrace, "mode", s.e.mode.String())
 	}
 	s.live.Store(nil)
 }
@@ -319,15 +337,113 @@ func (s *switchWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// gateReader opens its gate on the first read.
-type gateReader struct {
-	open *atomic.Bool
-	r    io.Reader
+// newInterpreterID draws a session interpreter's id: 64 random bits, so ids from every replica
+// and every start differ.
+func newInterpreterID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
-func (g gateReader) Read(p []byte) (int, error) {
-	g.open.Store(true)
-	return g.r.Read(p)
+// How a live session's run ends. The run driver and the program run in one interpreter, so
+// anything the driver can say through /dev/osa the program can say too, including "done" with
+// an exit code; a run that ended on that message would let the program go on running with no
+// deadline. The host therefore ends a run on what it sees itself: the interpreter, after
+// reporting done, reads its stdin (sessionInput) with the request consumed, and is blocked
+// there, in the host, running nothing. A program that forges done and computes on is not
+// blocked, so its run's deadline and the stop after it hold; one that forges done and then
+// reads stdin itself is blocked as the driver would be, and runs again only with the next
+// request, under that run's deadline. An interpreter stopped while it waits there ends at
+// once: the read ends the instance.
+
+// runEnd is one run of a live session: the exit code the driver reported, and ended, closed
+// when the run ended.
+type runEnd struct {
+	mu       sync.Mutex
+	code     int
+	reported bool
+	ended    chan struct{}
+}
+
+// report records the run's exit code (the last report counts; it is data, never a verdict).
+func (r *runEnd) report(code int) {
+	r.mu.Lock()
+	r.code, r.reported = code, true
+	r.mu.Unlock()
+}
+
+func (r *runEnd) exitCode() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.code
+}
+
+func (r *runEnd) isReported() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reported
+}
+
+// sessionInput is a live interpreter's stdin: the current run's request, then, once the run
+// reported done, a wait for the next one (see "How a live session's run ends").
+type sessionInput struct {
+	ctx    context.Context // the interpreter's: a read waiting for a request ends the instance once it is done
+	opened *atomic.Bool    // set by the first read
+	next   chan struct{}   // a request was put (1-buffered)
+
+	mu  sync.Mutex
+	buf []byte  // the rest of the current request
+	run *runEnd // the run in progress; nil between runs
+}
+
+func newSessionInput(ctx context.Context, opened *atomic.Bool) *sessionInput {
+	return &sessionInput{ctx: ctx, opened: opened, next: make(chan struct{}, 1)}
+}
+
+// put gives the interpreter the next run's request; the previous run has ended.
+func (in *sessionInput) put(req []byte, run *runEnd) {
+	in.mu.Lock()
+	in.buf, in.run = req, run
+	in.mu.Unlock()
+	select {
+	case in.next <- struct{}{}:
+	default:
+	}
+}
+
+// Read returns the request's bytes. Past them, while the run has not reported done, it returns
+// end of input: the program reads an empty stdin, as in a fresh run. Once the run has reported
+// done, a read past the request ends the run and waits for the next request, or, when the
+// interpreter is stopped meanwhile, ends the instance (a host function ends one by panicking
+// with its *sys.ExitError, as the deadline hooks do).
+func (in *sessionInput) Read(p []byte) (int, error) {
+	in.opened.Store(true)
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		in.mu.Lock()
+		if len(in.buf) > 0 {
+			n := copy(p, in.buf)
+			in.buf = in.buf[n:]
+			in.mu.Unlock()
+			return n, nil
+		}
+		if r := in.run; r != nil {
+			if !r.isReported() {
+				in.mu.Unlock()
+				return 0, io.EOF
+			}
+			in.run = nil
+			close(r.ended)
+		}
+		in.mu.Unlock()
+		select {
+		case <-in.next:
+		case <-in.ctx.Done():
+			panic(exitFor(in.ctx.Err()))
+		}
+	}
 }
 
 // gateWriter drops what is written until its gate opens.

@@ -16,6 +16,10 @@ import (
 // workerStopGrace bounds how long ServeWorker waits, when it returns, for its run to end.
 const workerStopGrace = 2 * time.Second
 
+// errStuck ends a worker with an interpreter that did not stop (Engine.Stuck): it runs on a
+// goroutine nothing ends but the process's exit.
+var errStuck = errors.New("sandbox worker: a session's interpreter did not stop; the process must end")
+
 // ServeWorker is the worker side of a Pool (the `assistant sandbox-worker` command): it says
 // hello on out, then runs every request read from in with e, one at a time, and writes each
 // outcome to out, in the framed protocol described in protocol.go.
@@ -152,6 +156,9 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 				return fmt.Errorf("sandbox worker: unexpected %q frame", f.Type)
 			}
 		case <-sweep.C:
+			if e.Stuck() > 0 {
+				return errStuck // a sweep could not stop an interpreter
+			}
 			// A busy worker sweeps after its run, so one that never rests still ends idle
 			// interpreters.
 			sweepDue = busy
@@ -167,11 +174,16 @@ func ServeWorker(ctx context.Context, e *Engine, in io.Reader, out io.Writer, lo
 			}
 			live, mem := sessions.Stats()
 			reply.Sessions = &sessionStats{Live: live, Memory: mem}
+			reply.Stuck = e.Stuck() > 0
 			if err := writeFrame(out, reply); err != nil {
 				return fmt.Errorf("sandbox worker: writing: %w", err)
 			}
 			if d.panicked {
 				return d.err
+			}
+			if reply.Stuck {
+				// The pool kills this process on reading the frame; exiting makes sure.
+				return errStuck
 			}
 			if sweepDue {
 				sweepDue = false
