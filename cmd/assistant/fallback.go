@@ -28,6 +28,17 @@ type toolRunner struct {
 	inSession func(ctx context.Context, key string, req sandbox.Request) (sandbox.Result, error)
 	// sessionStats reports the live session interpreters and their memory (nil without them).
 	sessionStats func() (live int, memory int64)
+	// records keeps which interpreter holds each session's state, so a run on another replica
+	// knows (nil: none kept, one replica's memory only).
+	records interpreterRecords
+	log     *slog.Logger
+}
+
+// interpreterRecords is what the runner needs of the session store (store.Memory and
+// store.Redis have it): which interpreter holds a session's Python state.
+type interpreterRecords interface {
+	Interpreter(ctx context.Context, community, id string) (string, error)
+	SetInterpreter(ctx context.Context, community, id, holder string) error
 }
 
 // collectors are the runner's metrics: its live session interpreters and their memory.
@@ -61,8 +72,7 @@ func (r toolRunner) RunTool(ctx context.Context, c *config.Community, dep config
 	req.AllowLoopback = r.allowLoopback
 	var res sandbox.Result
 	if r.inSession != nil && sessionID != "" {
-		// The key holds the community too: a session id is only unique within one.
-		res, err = r.inSession(ctx, c.ID+"\x00"+string(dep)+"\x00"+sessionID, req)
+		res, err = r.runInSession(ctx, c.ID, string(dep), sessionID, req)
 	} else {
 		res, err = r.run(ctx, req)
 	}
@@ -70,6 +80,30 @@ func (r toolRunner) RunTool(ctx context.Context, c *config.Community, dep config
 		return toolresults.Result{}, nil, err
 	}
 	return sandbox.ToolResult(res, callID, lim), res.Files, nil
+}
+
+// runInSession runs req in the session's live interpreter, told which interpreter held the
+// session's state after its last run (wherever that ran), and records the one that holds it
+// now. A store that cannot answer costs only that knowledge: the run goes on as if nothing
+// were recorded (the chat around it fails on the same store anyway).
+func (r toolRunner) runInSession(ctx context.Context, community, dep, sessionID string, req sandbox.Request) (sandbox.Result, error) {
+	var holder string
+	if r.records != nil {
+		h, err := r.records.Interpreter(ctx, community, sessionID)
+		if err != nil && r.log != nil {
+			r.log.Warn("reading which interpreter holds a session failed", slog.String("community", community), slog.Any("error", err))
+		}
+		holder = h
+	}
+	req.Interpreter = holder
+	// The key holds the community too: a session id is only unique within one.
+	res, err := r.inSession(ctx, community+"\x00"+dep+"\x00"+sessionID, req)
+	if err == nil && r.records != nil && res.Interpreter != holder {
+		if err := r.records.SetInterpreter(ctx, community, sessionID, res.Interpreter); err != nil && r.log != nil {
+			r.log.Warn("recording which interpreter holds a session failed", slog.String("community", community), slog.Any("error", err))
+		}
+	}
+	return res, err
 }
 
 func anyFallback(set *config.Set) bool {
@@ -88,7 +122,7 @@ func anyFallback(set *config.Set) bool {
 // process may use), --sandbox-queue more waiting, and past that a *sandbox.OverloadError at
 // once. It returns a nil runner when no community asks for server_fallback or there is no
 // engine.
-func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set *config.Set, log *slog.Logger) (*toolRunner, func(), error) {
+func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set *config.Set, records interpreterRecords, log *slog.Logger) (*toolRunner, func(), error) {
 	if !anyFallback(set) {
 		return nil, func() {}, nil
 	}
@@ -101,7 +135,7 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		// concurrent chats would take the server down with them.
 		lim := sandbox.NewLimited(eng, sandbox.LimitedOptions{Queue: s.sandboxQueue})
 		log.Info("python runs in this process", slog.Int("concurrency", lim.Concurrency()))
-		r := &toolRunner{run: lim.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages()}
+		r := &toolRunner{run: lim.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages(), records: records, log: log}
 		if s.sessionIdle <= 0 {
 			return r, func() {}, nil
 		}
@@ -135,8 +169,10 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 			return nil, nil, fmt.Errorf("finding this binary for the Python workers: %v", err)
 		}
 	}
+	// The workers write to the server's stderr, so in its format (auto: they see the same
+	// stderr the server does).
 	args := []string{"sandbox-worker", "--engine-dir", s.engineDir, "--mode", "fast",
-		"--memory-mb", strconv.Itoa(s.sandboxMemoryMB), "--log-format", "json"}
+		"--memory-mb", strconv.Itoa(s.sandboxMemoryMB), "--log-format", s.logFormat}
 	if s.sessionIdle > 0 {
 		args = append(args, "--session-idle", s.sessionIdle.String())
 	}
@@ -152,7 +188,7 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		return nil, nil, fmt.Errorf("starting the Python workers: %v", err)
 	}
 	log.Info("python workers ready", slog.Int("workers", pool.Stats().Workers))
-	r := &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages()}
+	r := &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages(), records: records, log: log}
 	if s.sessionIdle > 0 {
 		// Each worker keeps its sessions' live interpreters (ending idle ones after --sandbox-session-idle);
 		// the pool sends a session's runs to the worker that holds it.

@@ -111,7 +111,7 @@ func TestInProcessRunsAreBounded(t *testing.T) {
 	t.Cleanup(func() { _ = eng.Close(ctx) })
 	set := &config.Set{Communities: []*config.Community{{ID: "c", Runtime: &config.Runtime{Python: &config.PythonRuntime{ServerFallback: true}}}}}
 	prev := runtime.GOMAXPROCS(1) // read once, when the runner starts
-	r, stop, err := startRunner(ctx, s, eng, set, log)
+	r, stop, err := startRunner(ctx, s, eng, set, nil, log)
 	runtime.GOMAXPROCS(prev)
 	if err != nil || r == nil {
 		t.Fatalf("startRunner = %v, %v", r, err)

@@ -275,7 +275,8 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		return nil, nil, err
 	}
 	cleanups = append(cleanups, func() { _ = st.Close() })
-	runner, closeRunner, err := startRunner(ctx, s, eng, set, log)
+	records, _ := st.(interpreterRecords) // both stores keep them
+	runner, closeRunner, err := startRunner(ctx, s, eng, set, records, log)
 	if err != nil {
 		return nil, nil, err
 	}
