@@ -187,9 +187,9 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 		}
 	}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, nil))
+		return slog.New(slog.NewTextHandler(w, logOptions))
 	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return slog.New(slog.NewJSONHandler(w, logOptions))
 }
 
 // buildServer follows the start-up order: settings, then every community (anything broken stops
@@ -333,6 +333,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return 2
 	}
 	log := newLogger(s.logFormat, stderr)
+	routeRedisLogs(log)
 	srv, closeState, err := buildServer(ctx, s, getenv, log)
 	if err != nil {
 		log.Error("not starting", slog.Any("error", err))
