@@ -59,6 +59,21 @@ func BenchmarkEngineDirs(b *testing.B) {
 				_ = e.Close(ctx)
 			}
 		})
+		b.Run(name+"/sqlite", func(b *testing.B) {
+			// What a reader's SQL costs with the engine's SQLite build: a load, an index, a
+			// group by, a window and deletes, in a fresh run each time.
+			e, err := New(ctx, Options{Dir: dir, CacheDir: testCacheDir(), Mode: ModeFast})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close(ctx)
+			for b.Loop() {
+				res, err := e.Run(ctx, Request{Source: benchSQLite, Timeout: time.Minute})
+				if err != nil || res.Status != StatusOK || res.Stdout != "ok\n" {
+					b.Fatalf("%v %s %q %s", err, res.Status, res.Stdout, res.Stderr)
+				}
+			}
+		})
 		b.Run(name+"/worker-idle", func(b *testing.B) {
 			bin := workerBinary(b)
 			cache := b.TempDir()
@@ -80,6 +95,21 @@ func BenchmarkEngineDirs(b *testing.B) {
 		})
 	}
 }
+
+// benchSQLite is BenchmarkEngineDirs' SQLite workload (SQL every build of the engine runs).
+const benchSQLite = `import sqlite3
+db = sqlite3.connect("/tmp/b.db")
+db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, subject TEXT, grp INTEGER, score REAL)")
+db.executemany("INSERT INTO t (subject, grp, score) VALUES (?, ?, ?)", ((f"s{i:05d}", i % 17, (i * 7919) % 1000 / 10) for i in range(50000)))
+db.commit()
+db.execute("CREATE INDEX t_grp ON t (grp)")
+rows = db.execute("SELECT grp, count(*), avg(score) FROM t GROUP BY grp ORDER BY grp").fetchall()
+ranks = db.execute("SELECT subject, rank() OVER (PARTITION BY grp ORDER BY score DESC) FROM t WHERE grp < 3").fetchall()
+db.execute("DELETE FROM t WHERE score < 20")
+db.commit()
+assert len(rows) == 17 and len(ranks) > 0
+print("ok")
+`
 
 // nemarPolicy is the shipped NEMAR community's production policy: its overlay wheel, its
 // prelude (top-level await) and its fetch_allow.

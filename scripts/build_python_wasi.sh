@@ -66,10 +66,23 @@ readonly DEBS=(
 )
 # SQLite for a single-threaded guest with no shared memory: no locking (one process reads and
 # writes its files), no WAL (it needs mmap'ed shared memory), no extensions, temp tables in
-# memory (counted toward the run's memory cap, not its scratch).
+# memory (counted toward the run's memory cap, not its scratch). Otherwise it behaves as
+# Debian's libsqlite3 (its debian/rules): the SQL a program can use is the same, so code that
+# works in native Python and Pyodide works here. Double-quoted strings are allowed (SQLite's
+# default; group_concat(x, ",")), FTS3/4 (with parentheses), FTS5, R*Tree, JSON (built in),
+# the math functions, soundex, the dbstat and sqlite_stmt tables, DELETE/UPDATE ... LIMIT
+# (SQLITE_UPDATE_LIMIT: the parser is generated with it), LIKE never matching blobs,
+# secure_delete on, and 250,000 bound parameters. Left out on purpose: the two-argument
+# fts3_tokenizer() (it takes a C pointer from SQL), the session and pre-update hook APIs and
+# column metadata (C APIs Python's sqlite3 does not use), and threads.
 readonly SQLITE_CFLAGS="-DSQLITE_WASI -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_WAL \
 -DSQLITE_MAX_MMAP_SIZE=0 -DSQLITE_DEFAULT_UNIX_VFS=\"unix-none\" -DSQLITE_TEMP_STORE=3 -DSQLITE_OMIT_SHARED_CACHE \
--DSQLITE_DQS=0 -DSQLITE_ENABLE_MATH_FUNCTIONS"
+-DSQLITE_ENABLE_MATH_FUNCTIONS -DSQLITE_ENABLE_FTS3 -DSQLITE_ENABLE_FTS3_PARENTHESIS -DSQLITE_ENABLE_FTS4 \
+-DSQLITE_ENABLE_FTS5 -DSQLITE_ENABLE_RTREE=1 -DSQLITE_SOUNDEX=1 -DSQLITE_ENABLE_DBSTAT_VTAB -DSQLITE_ENABLE_STMTVTAB \
+-DSQLITE_ENABLE_UPDATE_DELETE_LIMIT=1 -DSQLITE_LIKE_DOESNT_MATCH_BLOBS -DSQLITE_SECURE_DELETE \
+-DSQLITE_MAX_VARIABLE_NUMBER=250000 -DSQLITE_MAX_SCHEMA_RETRY=25"
+# Options that shape the generated amalgamation itself (its parser and keyword table).
+readonly SQLITE_CONFIGURE=(--disable-tcl --enable-update-limit)
 # 2025-06-11T00:00:00Z, the CPython 3.13.5 release date: the build date in sys.version and
 # every output file's mtime.
 readonly SOURCE_DATE_EPOCH=1749600000
@@ -443,7 +456,7 @@ pcfile() {
 build_sqlite() { # static libsqlite3 for wasm32: the amalgamation made natively, compiled for WASI
 	mkdir -p "$WORK/sqlite-native" "$WORK/deps/include" "$WORK/deps/lib"
 	cd "$WORK/sqlite-native"
-	"$WORK/src/sqlite/configure" --disable-tcl >/dev/null
+	"$WORK/src/sqlite/configure" "${SQLITE_CONFIGURE[@]}" >/dev/null
 	make sqlite3.c >/dev/null
 	# shellcheck disable=SC2086 # the flags are words
 	"$WORK/bin/clang" -O2 $WASM_CFLAGS $SQLITE_CFLAGS -c sqlite3.c -o sqlite3.o
@@ -609,6 +622,7 @@ package() {
 		echo "zlib_source=$ZLIB_TARBALL sha256:$ZLIB_TARBALL_SHA256"
 		echo "sqlite_source=$SQLITE_TARBALL sha256:$SQLITE_TARBALL_SHA256"
 		echo "sqlite_cflags=$SQLITE_CFLAGS"
+		echo "sqlite_configure=${SQLITE_CONFIGURE[*]}"
 		echo "bzip2_source=$BZIP2_TARBALL sha256:$BZIP2_TARBALL_SHA256"
 		echo "xz_source=$XZ_TARBALL sha256:$XZ_TARBALL_SHA256"
 		local d name version sha
