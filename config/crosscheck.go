@@ -25,6 +25,11 @@ func crossCheck(ctx context.Context, files []loaded, opts Options) ErrorList {
 			k.add("id", "id %q is also used by %s", c.ID, other)
 		}
 		byID[c.ID] = f.file
+		for i, d := range c.Documentation {
+			if d.SourcePath != nil && relPathProblem(*d.SourcePath, ".md") == "" {
+				k.checkSourcePath(f.dir, fmt.Sprintf("documentation[%d].source_path", i), *d.SourcePath)
+			}
+		}
 		if py := c.python(); py != nil {
 			if py.Lockfile != nil {
 				k.lockfileReadable = k.checkLockfileExists(f.dir, *py.Lockfile)
@@ -59,6 +64,27 @@ func (k *checker) checkLockfileExists(dir, lockfile string) bool {
 		return true
 	}
 	return false
+}
+
+// checkSourcePath makes sure a documentation entry's source_path is a regular file inside the
+// community folder (os.Root refuses a symlink that leads out of it), no larger than a fetched
+// document may be.
+func (k *checker) checkSourcePath(dir, p, name string) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		k.add(p, "cannot open the community folder: %v", err)
+		return
+	}
+	defer root.Close()
+	info, err := root.Stat(name)
+	switch {
+	case err != nil:
+		k.add(p, "source_path %q cannot be read inside the community folder: %v", name, trimPathError(err))
+	case !info.Mode().IsRegular():
+		k.add(p, "source_path %q is not a regular file", name)
+	case info.Size() > int64(limits.MaxDocumentBytes):
+		k.add(p, "source_path %q is %d bytes, over the %d MiB a document may have", name, info.Size(), limits.MaxDocumentBytes>>20)
+	}
 }
 
 // trimPathError drops the operation and path that os errors repeat, keeping the reason.

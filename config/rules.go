@@ -103,6 +103,7 @@ func normalize(c *Community) {
 	stripOpt(&c.DefaultModel)
 	for i := range c.Documentation {
 		stripOpt(&c.Documentation[i].SourceURL)
+		stripOpt(&c.Documentation[i].SourcePath)
 	}
 	if w := c.Widget; w != nil {
 		stripOpt(&w.Title)
@@ -317,7 +318,15 @@ func (k *checker) checkDocSource(p string, d *DocSource) {
 			k.add(p+".source_url", "%s", msg)
 		}
 	}
-	if d.Preload && d.SourceURL == nil {
+	if d.SourcePath != nil {
+		if msg := relPathProblem(*d.SourcePath, ".md"); msg != "" {
+			k.add(p+".source_path", "source_path %q: %s", *d.SourcePath, msg)
+		}
+		if d.SourceURL != nil {
+			k.add(p+".source_path", "DocSource %q has both source_url and source_path; give one: the document is read from one place", d.Title)
+		}
+	}
+	if d.Preload && d.SourceURL == nil && d.SourcePath == nil {
 		k.add(p+".preload", "DocSource %q has preload=True but no source_url. Preloaded documents are fetched from source_url", d.Title)
 	}
 }

@@ -74,11 +74,15 @@ func (c *Community) setDefaults() {
 	c.ModelInstructions = map[string]string{}
 }
 
-// DocSource is one documentation page (knowledge sync; accepted, not used here).
+// DocSource is one documentation page: fetched from SourceURL (else URL), or read from
+// SourcePath, indexed, and put in the prompt or offered to the model (knowledge).
 type DocSource struct {
-	Title       string  `yaml:"title" json:"title" cfg:"required"`
-	URL         string  `yaml:"url" json:"url" cfg:"required"`
-	SourceURL   *string `yaml:"source_url" json:"source_url"`
+	Title     string  `yaml:"title" json:"title" cfg:"required"`
+	URL       string  `yaml:"url" json:"url" cfg:"required"`
+	SourceURL *string `yaml:"source_url" json:"source_url"`
+	// SourcePath (ours) is a Markdown file inside the community's folder read instead of a
+	// fetch, so a community's documentation works with no network; checked at load.
+	SourcePath  *string `yaml:"source_path" json:"source_path,omitempty"`
 	Preload     bool    `yaml:"preload" json:"preload"`
 	Category    string  `yaml:"category" json:"category"`
 	Type        string  `yaml:"type" json:"type" validate:"oneof=sphinx mkdocs html markdown json"`

@@ -170,3 +170,17 @@ var UploadTypes = []string{"csv", "tsv", "txt", "json", "xlsx", "parquet"}
 // DefaultUploadTypes is runtime.python.uploads.types when a community does not set it: every
 // type but parquet. Callers must not modify it.
 var DefaultUploadTypes = []string{"csv", "tsv", "txt", "json", "xlsx"}
+
+// Knowledge caps (knowledge.md §3.2, §4.3): what a community's documentation may bring into the
+// server and into the model's prompt.
+const (
+	// MaxDocumentBytes bounds one documentation document as fetched or read from source_path.
+	MaxDocumentBytes Bytes = 4 << 20
+	// MaxDocumentChars bounds one document in the prompt and in retrieve_{id}_docs.
+	MaxDocumentChars CodePoints = 50000
+	// PreloadBudgetChars bounds the preloaded documents of one prompt together; past it the
+	// rest are offered on demand.
+	PreloadBudgetChars CodePoints = 150000
+	// MaxPageChars bounds what fetch_current_page returns.
+	MaxPageChars CodePoints = 30000
+)
