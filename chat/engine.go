@@ -68,10 +68,16 @@ type Engine struct {
 	Runner Runner
 	// MCP offers the tools of each community's MCP servers (a *mcp.Manager); nil binds none.
 	MCP MCPTools
-	// MCPCallsPerReply caps the MCP tool calls of one reply; 0 means maxMCPCallsPerReply.
+	// Knowledge is the communities' documentation (knowledge.md §3–4): the prompt's doc
+	// sections and the documentation tools; nil binds none and leaves the sections empty.
+	Knowledge Knowledge
+	// MCPCallsPerReply caps the knowledge tool calls (MCP and documentation) of one reply; 0
+	// means maxMCPCallsPerReply.
 	MCPCallsPerReply int
 	Now              func() time.Time
 	Log              *slog.Logger
+
+	prompts promptCache
 }
 
 // SessionStore is where the engine keeps sessions: their history, the one parked browser call,

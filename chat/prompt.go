@@ -3,6 +3,7 @@ package chat
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -15,9 +16,54 @@ const defaultSystemPrompt = `You are the {name} assistant. {description}
 Answer accurately and concisely. When you are not sure, say so rather than guessing.
 {page_context_section}{additional_instructions}`
 
-// SystemPrompt fills the community's system_prompt (or the default) with its placeholders
-// (api.md §8). Placeholders are replaced literally, so other braces in a prompt are safe.
-func SystemPrompt(c *config.Community, page *PageContext) string {
+// promptCache holds each community's system prompt, built once per community config (a
+// reload makes new ones) and documentation generation, so every request of one gets the same
+// bytes and a provider's prompt cache holds. Only {page_context_section} is filled per request.
+type promptCache struct {
+	mu sync.Mutex
+	m  map[string]*promptParts // by community id; a newer config or generation replaces it
+}
+
+// promptParts is a community's template with every placeholder but {page_context_section}
+// filled, cut where that one stands.
+type promptParts struct {
+	c     *config.Community
+	gen   uint64
+	parts []string
+}
+
+// systemPrompt returns the community's system prompt for a request from page (api.md §8,
+// knowledge.md §3.4).
+func (e *Engine) systemPrompt(c *config.Community, page *PageContext) string {
+	var docs KnowledgeDocs
+	if e.Knowledge != nil {
+		docs, _ = e.Knowledge.Docs(c.ID)
+	}
+	parts := e.prompts.get(c, docs)
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts, pageSection(c, page))
+}
+
+func (pc *promptCache) get(c *config.Community, docs KnowledgeDocs) []string {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if p := pc.m[c.ID]; p != nil && p.c == c && p.gen == docs.Generation {
+		return p.parts
+	}
+	p := &promptParts{c: c, gen: docs.Generation, parts: promptTemplate(c, docs)}
+	if pc.m == nil {
+		pc.m = map[string]*promptParts{}
+	}
+	pc.m[c.ID] = p
+	return p.parts
+}
+
+// promptTemplate fills the community's system_prompt (or the default) with its placeholders,
+// in one pass: the values are not scanned again, so a document holding "{name}" stays as it is.
+// The result is cut at {page_context_section}, which each request fills.
+func promptTemplate(c *config.Community, docs KnowledgeDocs) []string {
 	tmpl := defaultSystemPrompt
 	if c.SystemPrompt != nil && strings.TrimSpace(*c.SystemPrompt) != "" {
 		tmpl = *c.SystemPrompt
@@ -33,14 +79,26 @@ func SystemPrompt(c *config.Community, page *PageContext) string {
 	r := strings.NewReplacer(
 		"{name}", c.Name,
 		"{description}", c.Description,
-		"{repo_list}", strings.Join(repos, ", "),
-		"{paper_dois}", strings.Join(dois, ", "),
-		"{preloaded_docs_section}", "",
-		"{available_docs_section}", "",
-		"{page_context_section}", pageSection(c, page),
+		"{repo_list}", bullets(repos),
+		"{paper_dois}", bullets(dois),
+		"{preloaded_docs_section}", docs.Preloaded,
+		"{available_docs_section}", docs.Available,
 		"{additional_instructions}", "",
 	)
-	return r.Replace(tmpl)
+	parts := strings.Split(tmpl, "{page_context_section}")
+	for i := range parts {
+		parts[i] = r.Replace(parts[i])
+	}
+	return parts
+}
+
+// bullets is a list as the prompt shows it: one "- `item`" line each (knowledge.md §3.4).
+func bullets(items []string) string {
+	lines := make([]string, len(items))
+	for i, it := range items {
+		lines[i] = "- `" + it + "`"
+	}
+	return strings.Join(lines, "\n")
 }
 
 // pageSection tells the model which page the reader is on. The embedder's instructions are

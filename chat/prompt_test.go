@@ -26,3 +26,47 @@ func TestPageContextFence(t *testing.T) {
 		t.Errorf("ordinary text changed:\n%s", got)
 	}
 }
+
+// docsOnly is a Knowledge with fixed doc sections (the real one is the knowledge store, tested
+// end to end through the binary); only Docs is called by the prompt.
+type docsOnly struct {
+	Knowledge
+	docs KnowledgeDocs
+}
+
+func (d *docsOnly) Docs(string) (KnowledgeDocs, bool) { return d.docs, true }
+
+// TestSystemPromptPlaceholders: the eight placeholders, in one pass (a value holding a
+// placeholder stays as it is), {repo_list} and {paper_dois} as bullet lists, the doc sections
+// as the knowledge store gives them, the page section per request; the prompt is built once
+// per community and documentation generation.
+func TestSystemPromptPlaceholders(t *testing.T) {
+	tmpl := "{name}|{description}|{repo_list}|{paper_dois}|{preloaded_docs_section}|{available_docs_section}|{page_context_section}|{additional_instructions}|{unknown}|{{name}}"
+	c := &config.Community{ID: "hed", Name: "HED", Description: "d {name}", SystemPrompt: &tmpl, EnablePageContext: true,
+		GitHub: &config.GitHub{Repos: []string{"hed-standard/hed-python", "hed-standard/hed-schemas"}},
+		Citations: &config.Citations{DOIs: []string{"10.1/a"}}}
+	k := &docsOnly{docs: KnowledgeDocs{Preloaded: "## Preloaded Documents {available_docs_section}", Available: "## Available Documents", Generation: 1}}
+	e := &Engine{Knowledge: k}
+	got := e.systemPrompt(c, &PageContext{URL: "https://hedtags.org/x"})
+	want := "HED|d {name}|- `hed-standard/hed-python`\n- `hed-standard/hed-schemas`|- `10.1/a`|## Preloaded Documents {available_docs_section}|## Available Documents|" +
+		pageSection(c, &PageContext{URL: "https://hedtags.org/x"}) + "||{unknown}|{HED}"
+	if got != want {
+		t.Errorf("prompt:\n%q\nwant:\n%q", got, want)
+	}
+	if again := e.systemPrompt(c, &PageContext{URL: "https://hedtags.org/x"}); again != got {
+		t.Error("the same request got another prompt")
+	}
+	first := e.prompts.m["hed"]
+	e.systemPrompt(c, nil)
+	if e.prompts.m["hed"] != first {
+		t.Error("the prompt was built again for the same generation")
+	}
+	k.docs = KnowledgeDocs{Preloaded: "new", Generation: 2}
+	if got := e.systemPrompt(c, nil); !strings.Contains(got, "|new|") || e.prompts.m["hed"] == first {
+		t.Errorf("a new generation did not rebuild the prompt: %q", got)
+	}
+	plain := &config.Community{ID: "x", Name: "X"}
+	if got := (&Engine{}).systemPrompt(plain, nil); strings.Contains(got, "{") {
+		t.Errorf("the default prompt left a placeholder: %q", got)
+	}
+}

@@ -72,8 +72,9 @@ func (r *turn) loop(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, turnLockTTL-turnMargin)
 	defer cancel()
 	r.tools = bindTools(r.t, r.e.Runner != nil, r.e.serverNote())
+	r.bindKnowledge()
 	r.bindMCP()
-	r.system = SystemPrompt(r.t.Community, r.t.Page)
+	r.system = r.e.systemPrompt(r.t.Community, r.t.Page)
 	for step := range maxStepsPerRun {
 		if ended, err := r.step(ctx, step == 0); ended {
 			return err
