@@ -43,7 +43,7 @@ func (d *docsOnly) Docs(string) (KnowledgeDocs, bool) { return d.docs, true }
 func TestSystemPromptPlaceholders(t *testing.T) {
 	tmpl := "{name}|{description}|{repo_list}|{paper_dois}|{preloaded_docs_section}|{available_docs_section}|{page_context_section}|{additional_instructions}|{unknown}|{{name}}"
 	c := &config.Community{ID: "hed", Name: "HED", Description: "d {name}", SystemPrompt: &tmpl, EnablePageContext: true,
-		GitHub: &config.GitHub{Repos: []string{"hed-standard/hed-python", "hed-standard/hed-schemas"}},
+		GitHub:    &config.GitHub{Repos: []string{"hed-standard/hed-python", "hed-standard/hed-schemas"}},
 		Citations: &config.Citations{DOIs: []string{"10.1/a"}}}
 	k := &docsOnly{docs: KnowledgeDocs{Preloaded: "## Preloaded Documents {available_docs_section}", Available: "## Available Documents", Generation: 1}}
 	e := &Engine{Knowledge: k}
