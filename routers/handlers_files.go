@@ -144,14 +144,13 @@ func (s *Server) uploadFiles(c echo.Context) error {
 	}
 	// What the body may hold: its Content-Length (net/http reads no more), or without one the
 	// cap, and never more than the whole upload buffer.
-	want := capBytes
+	if req.ContentLength > s.files.uploads.total {
+		return errUploadOverBuffer(s.files.uploads.total)
+	}
+	want := min(capBytes, s.files.uploads.total)
 	if req.ContentLength >= 0 {
 		want = req.ContentLength
 	}
-	if want > s.files.uploads.total {
-		return errUploadOverBuffer(s.files.uploads.total)
-	}
-	want = min(want, s.files.uploads.total)
 	release, ok := s.files.uploads.reserve(want)
 	if !ok {
 		return busy(c, errUploadsBusy)
