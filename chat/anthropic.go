@@ -71,6 +71,9 @@ func NewAnthropic(opts AnthropicOptions) *Anthropic {
 // ImagesAllowed reports true: the Messages API takes base64 image blocks in tool results.
 func (a *Anthropic) ImagesAllowed() bool { return true }
 
+// CitationPath reports CiteNative: search_result blocks go as they are, with citations on.
+func (a *Anthropic) CitationPath() CitationPath { return CiteNative }
+
 // Stream sends req to the Messages API and emits its text deltas, one ToolCall per
 // finished tool_use block, and a final Done. Besides emit's own error it returns an
 // *APIError for an error answer, ErrStreamTruncated or the transport's error for a cut
@@ -277,6 +280,10 @@ func anthropicContent(m Message) ([]anthropic.ContentBlockParamUnion, error) {
 							},
 						}},
 					})
+				case BlockSearchResult:
+					if sr := searchResultParam(c); sr != nil {
+						tr.Content = append(tr.Content, anthropic.ToolResultBlockParamContentUnion{OfSearchResult: sr})
+					}
 				default:
 					return nil, fmt.Errorf("%s block inside a tool result", c.Type)
 				}
@@ -287,6 +294,21 @@ func anthropicContent(m Message) ([]anthropic.ContentBlockParamUnion, error) {
 		}
 	}
 	return out, nil
+}
+
+// searchResultParam is a search_result block as the API takes it, with citations enabled
+// (knowledge.md §5.2), or nil when it has no text (the API refuses empty text blocks).
+func searchResultParam(b Block) *anthropic.SearchResultBlockParam {
+	sr := &anthropic.SearchResultBlockParam{Source: b.Source, Title: b.Title, Citations: anthropic.CitationsConfigParam{Enabled: anthropic.Bool(true)}}
+	for _, c := range b.Content {
+		if c.Type == BlockText && c.Text != "" {
+			sr.Content = append(sr.Content, anthropic.TextBlockParam{Text: c.Text})
+		}
+	}
+	if len(sr.Content) == 0 {
+		return nil
+	}
+	return sr
 }
 
 func boolRank(b bool) int {

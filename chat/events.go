@@ -33,6 +33,16 @@ type ContentEvent struct {
 	Event   eventName[ContentEvent] `json:"event"`
 }
 
+// CitationEvent names a source the first time the reply cites it, right before the content
+// chunk with its marker (knowledge.md §5.3).
+type CitationEvent struct {
+	CitedText string                   `json:"cited_text"`
+	Event     eventName[CitationEvent] `json:"event"`
+	Marker    int                      `json:"marker"`
+	Source    string                   `json:"source"`
+	Title     string                   `json:"title"`
+}
+
 // ToolCallEvent names a tool call as soon as the model made it; never its arguments.
 type ToolCallEvent struct {
 	Event eventName[ToolCallEvent] `json:"event"`
@@ -113,6 +123,9 @@ func (SessionEvent) EventName() string { return "session" }
 func (ContentEvent) EventName() string { return "content" }
 
 // EventName implements StreamEvent.
+func (CitationEvent) EventName() string { return "citation" }
+
+// EventName implements StreamEvent.
 func (ToolCallEvent) EventName() string { return "tool_call" }
 
 // EventName implements StreamEvent.
@@ -133,7 +146,8 @@ func (ErrorEvent) EventName() string { return "error" }
 // EventName implements StreamEvent.
 func (WarningEvent) EventName() string { return "warning" }
 
-// Citation is one source the reply cites (api.md §5); the server produces none yet.
+// Citation is one source the reply cites (api.md §5): its marker, and the first passage of it
+// the reply cited.
 type Citation struct {
 	Marker    int    `json:"marker"`
 	Source    string `json:"source"`

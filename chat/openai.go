@@ -94,6 +94,10 @@ func NewOpenAI(opts OpenAIOptions) *OpenAI {
 // ImagesAllowed reports OpenAIOptions.Images.
 func (o *OpenAI) ImagesAllowed() bool { return o.images }
 
+// CitationPath reports CiteTagged: Chat Completions has no search_result blocks, so they
+// become [src:N]-tagged text and the model's tags become citations (citations_tagged.go).
+func (o *OpenAI) CitationPath() CitationPath { return CiteTagged }
+
 // Stream sends req with stream: true and emits its text deltas, then its tool calls in
 // index order once the stream has ended (a call's arguments arrive in pieces across
 // chunks), then Done. It returns errors as [Anthropic.Stream] does.
@@ -328,6 +332,8 @@ func (o *OpenAI) appendUser(out []openai.ChatCompletionMessageParamUnion, m Mess
 			switch c.Type {
 			case BlockText:
 				text = append(text, c.Text)
+			case BlockSearchResult:
+				text = append(text, plainPassage(c))
 			case BlockImage:
 				if o.images {
 					images = append(images, imagePart(c))

@@ -24,6 +24,8 @@ const (
 	BlockImage      BlockType = "image"
 	BlockToolUse    BlockType = "tool_use"
 	BlockToolResult BlockType = "tool_result"
+	// BlockSearchResult is a citable passage inside a tool result (knowledge.md §5.2).
+	BlockSearchResult BlockType = "search_result"
 )
 
 // Message is one turn of the history, provider-neutral. It is stored as JSON.
@@ -38,7 +40,12 @@ type Message struct {
 //     the set it announced; providers send only its Text.
 //   - image: MediaType and Data (standard base64). Only ever sent live, never stored.
 //   - tool_use (assistant): ToolUseID, Name, Input (a JSON object).
-//   - tool_result (user): ToolUseID, IsError, and Content: text and image blocks.
+//   - tool_result (user): ToolUseID, IsError, and Content: text, image and search_result
+//     blocks.
+//   - search_result (inside a tool_result only): Source (the URL a citation links to, may be
+//     ""), Title, and Content: text blocks, the passage. Build them with [CitableContent].
+//   - a text block of an assistant message may carry Citations: the sources its text cites,
+//     with their markers (the text then ends with the markers, "[1][3]"; see citations.go).
 type Block struct {
 	Type      BlockType       `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -50,6 +57,21 @@ type Block struct {
 	IsError   bool            `json:"is_error,omitempty"`
 	Content   []Block         `json:"content,omitempty"`
 	Files     string          `json:"files,omitempty"`
+	Source    string          `json:"source,omitempty"`
+	Title     string          `json:"title,omitempty"`
+	Citations []Cited         `json:"citations,omitempty"`
+}
+
+// Cited is one citation of a passage: what a provider's stream says a text block cites
+// (Anthropic's search_result_location, a [src:N] tag on the tagged path), and what a stored
+// assistant text block keeps of the sources it cites.
+type Cited struct {
+	// Marker is the source's number in its reply; 0 until the turn gives it one, and for a
+	// citation with an empty Source, which gets none.
+	Marker    int    `json:"marker,omitempty"`
+	Source    string `json:"source"`
+	Title     string `json:"title"`
+	CitedText string `json:"cited_text"`
 }
 
 // Tool is a tool offered to the model.
@@ -79,8 +101,8 @@ type Request struct {
 // EventKind names a streamed event.
 type EventKind int
 
-// The streamed events. A stream is any number of TextDelta and ToolCall events, then exactly
-// one Done, unless Stream returns an error.
+// The streamed events. A stream is any number of TextDelta, CitationDelta, BlockEnd and
+// ToolCall events, then exactly one Done, unless Stream returns an error.
 const (
 	// TextDelta carries the next piece of the reply's text.
 	TextDelta EventKind = iota + 1
@@ -89,13 +111,24 @@ const (
 	ToolCall
 	// Done ends the stream with the stop reason and the token usage.
 	Done
+	// CitationDelta says the text block Index cites Cite. It may come before the block's
+	// text; the turn holds it until the block is complete.
+	CitationDelta
+	// BlockEnd says the text block Index is complete. A block is also complete when an event
+	// of another block, a ToolCall or Done comes, so a provider without block ends may leave
+	// it out.
+	BlockEnd
 )
 
 // Event is one streamed event.
 type Event struct {
 	Kind EventKind
 	Text string
-	Call *Call
+	// Index is the content block of this model call that a TextDelta, CitationDelta or
+	// BlockEnd belongs to; indexes restart with each call.
+	Index int
+	Cite  *Cited
+	Call  *Call
 	// StopReason is set on Done: "end_turn", "tool_use", "max_tokens" or the provider's word.
 	StopReason string
 	Usage      Usage

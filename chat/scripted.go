@@ -36,6 +36,10 @@ var pythonBlockRE = regexp.MustCompile("(?s)```python([ \\t]*\\r?\\n|[ \\t]+)(.*
 // ImagesAllowed is false: the scripted model reads only text.
 func (Scripted) ImagesAllowed() bool { return false }
 
+// CitationPath reports CiteNative: the scripted model reads search_result blocks and cites
+// them as Anthropic's stream does.
+func (Scripted) CitationPath() CitationPath { return CiteNative }
+
 // Stream answers req deterministically.
 func (Scripted) Stream(ctx context.Context, req Request, emit func(Event) error) error {
 	if err := ctx.Err(); err != nil {
