@@ -1,0 +1,614 @@
+package knowledge
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// Heading is a heading the HTML converter wrote, with the anchor it keeps for it: the
+// heading's id, else the id of its enclosing section (spec §3.2 "Anchor").
+type Heading struct {
+	Level int `json:"level"`
+	// Text is the heading's plain text, to match it with the heading the sectioner reads.
+	Text   string `json:"text"`
+	Anchor string `json:"anchor"`
+}
+
+// Converted is a document converted to Markdown, before cleaning.
+type Converted struct {
+	Markdown string
+	// HTML is true when the document was HTML; Headings is then every heading written, in
+	// order, with its anchor.
+	HTML     bool
+	Headings []Heading
+}
+
+// IsHTML decides whether a fetched body is HTML (spec §3.3 step 1): the body, after leading
+// whitespace, starts with <!DOCTYPE, <!doctype, <html or <HTML. We differ: for the types html
+// (the default), sphinx and mkdocs, any letter case and a text/html Content-Type also count;
+// markdown and json are never HTML.
+func IsHTML(body []byte, contentType, docType string) bool {
+	switch docType {
+	case "markdown", "json":
+		return false
+	}
+	t := bytes.TrimLeft(body, " \t\r\n\f\v")
+	for _, p := range []string{"<!DOCTYPE", "<!doctype", "<html", "<HTML"} {
+		if bytes.HasPrefix(t, []byte(p)) {
+			return true
+		}
+	}
+	switch docType {
+	case "", "html", "sphinx", "mkdocs":
+	default:
+		return false
+	}
+	for _, p := range []string{"<!doctype", "<html"} {
+		if len(t) >= len(p) && strings.EqualFold(string(t[:len(p)]), p) {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToLower(contentType), "text/html")
+}
+
+// Convert turns a fetched body into Markdown by its type (spec §3.3): HTML's main content to
+// Markdown, JSON pretty-printed in a ```json fence, anything else as it is. Links and images
+// are resolved against base when it is an absolute URL. Invalid UTF-8 is replaced.
+func Convert(body []byte, contentType, docType, base string) Converted {
+	if !utf8.Valid(body) {
+		body = bytes.ToValidUTF8(body, []byte("\uFFFD"))
+	}
+	if docType == "json" {
+		var buf bytes.Buffer
+		text := strings.TrimSpace(string(body))
+		if json.Indent(&buf, []byte(text), "", "  ") == nil {
+			text = buf.String()
+		}
+		return Converted{Markdown: "```json\n" + text + "\n```\n"}
+	}
+	if !IsHTML(body, contentType, docType) {
+		return Converted{Markdown: string(body)}
+	}
+	doc, err := html.Parse(bytes.NewReader(body))
+	if err != nil { // html.Parse only fails on a reader error
+		return Converted{Markdown: string(body)}
+	}
+	c := &converter{}
+	if u, err := url.Parse(base); err == nil && u.IsAbs() {
+		c.base = u
+	}
+	c.block(mainContent(doc), 0)
+	return Converted{Markdown: c.out.String(), HTML: true, Headings: c.headings}
+}
+
+// mainSelectors are tried in order; the first match in document order wins (spec §3.3 step 2).
+var mainSelectors = []struct {
+	tag         atom.Atom
+	class, role string
+}{
+	{atom.Article, "bd-article", ""},
+	{atom.Div, "", "main"},
+	{atom.Article, "", "main"},
+	{atom.Main, "", ""},
+	{atom.Div, "document", ""},
+	{atom.Div, "md-content", ""},
+}
+
+func mainContent(doc *html.Node) *html.Node {
+	for _, sel := range mainSelectors {
+		if n := find(doc, func(n *html.Node) bool {
+			return n.DataAtom == sel.tag && (sel.class == "" || hasClass(n, sel.class)) &&
+				(sel.role == "" || attr(n, "role") == sel.role)
+		}); n != nil {
+			return n
+		}
+	}
+	if n := find(doc, func(n *html.Node) bool { return n.DataAtom == atom.Body }); n != nil {
+		return n
+	}
+	return doc
+}
+
+func find(n *html.Node, match func(*html.Node) bool) *html.Node {
+	for c := range n.Descendants() {
+		if c.Type == html.ElementNode && match(c) {
+			return c
+		}
+	}
+	return nil
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Namespace == "" && a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func hasClass(n *html.Node, class string) bool {
+	for c := range strings.FieldsSeq(attr(n, "class")) {
+		if c == class {
+			return true
+		}
+	}
+	return false
+}
+
+// skipped reports whether an element is left out with its contents: the spec's nav, footer,
+// aside, script, style and Sphinx permalinks, and besides them what is never text (template,
+// noscript, svg, forms' buttons) and MkDocs' and Sphinx's "¶" / "#" permalinks of any class.
+func skipped(n *html.Node) bool {
+	switch n.DataAtom {
+	case atom.Nav, atom.Footer, atom.Aside, atom.Script, atom.Style, atom.Template, atom.Noscript,
+		atom.Svg, atom.Button, atom.Head:
+		return true
+	case atom.A:
+		if hasClass(n, "headerlink") {
+			return true
+		}
+		if strings.HasPrefix(attr(n, "href"), "#") {
+			t := strings.TrimSpace(textOf(n))
+			return t == "#" || t == "¶" || t == "§"
+		}
+	}
+	return false
+}
+
+// converter writes Markdown from an HTML tree, block by block.
+type converter struct {
+	out      strings.Builder
+	base     *url.URL
+	headings []Heading
+}
+
+// blank ends the current block: the output ends in exactly one blank line (or is empty).
+func (c *converter) blank() {
+	s := c.out.String()
+	if s == "" || strings.HasSuffix(s, "\n\n") {
+		return
+	}
+	if strings.HasSuffix(s, "\n") {
+		c.out.WriteString("\n")
+		return
+	}
+	c.out.WriteString("\n\n")
+}
+
+// writeBlock writes a block's lines, each prefixed (for list items and quotes).
+func (c *converter) writeBlock(text, first, rest string) {
+	text = strings.Trim(text, "\n")
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	c.blank()
+	for i, line := range strings.Split(text, "\n") {
+		p := rest
+		if i == 0 {
+			p = first
+		}
+		if strings.TrimSpace(line) == "" {
+			c.out.WriteString(strings.TrimRight(p, " ") + "\n")
+			continue
+		}
+		c.out.WriteString(p + line + "\n")
+	}
+}
+
+func isBlock(n *html.Node) bool {
+	if n.Type != html.ElementNode {
+		return false
+	}
+	switch n.DataAtom {
+	case atom.P, atom.Div, atom.Section, atom.Article, atom.Main, atom.Header, atom.H1, atom.H2,
+		atom.H3, atom.H4, atom.H5, atom.H6, atom.Pre, atom.Ul, atom.Ol, atom.Li, atom.Table,
+		atom.Blockquote, atom.Hr, atom.Dl, atom.Dt, atom.Dd, atom.Figure, atom.Figcaption,
+		atom.Details, atom.Summary, atom.Body, atom.Html, atom.Form, atom.Fieldset, atom.Address,
+		atom.Tbody, atom.Thead, atom.Tfoot, atom.Tr, atom.Center:
+		return true
+	}
+	return false
+}
+
+// block writes the children of n as blocks; runs of inline children become paragraphs.
+func (c *converter) block(n *html.Node, depth int) {
+	if depth > 200 { // html.Parse nests at most 512 deep; this bounds the recursion further
+		return
+	}
+	var inline []*html.Node
+	flush := func() {
+		if len(inline) == 0 {
+			return
+		}
+		c.writeBlock(c.inlineText(inline), "", "")
+		inline = inline[:0]
+	}
+	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+		if ch.Type == html.ElementNode && skipped(ch) {
+			continue
+		}
+		if !isBlock(ch) {
+			inline = append(inline, ch)
+			continue
+		}
+		flush()
+		c.element(ch, depth+1)
+	}
+	flush()
+}
+
+func (c *converter) element(n *html.Node, depth int) {
+	switch n.DataAtom {
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		level := int(n.Data[1] - '0')
+		text := oneLine(c.inlineRaw(children(n)))
+		if text == "" {
+			return
+		}
+		c.headings = append(c.headings, Heading{Level: level, Text: oneLine(plainText(n)), Anchor: anchorOf(n)})
+		c.writeBlock(strings.Repeat("#", level)+" "+text, "", "")
+	case atom.Pre:
+		c.writeBlock(fence(textOf(n), codeLanguage(n)), "", "")
+	case atom.Ul, atom.Ol:
+		c.list(n, depth)
+	case atom.Blockquote:
+		sub := &converter{base: c.base}
+		sub.block(n, depth)
+		c.headings = append(c.headings, sub.headings...)
+		c.writeBlock(sub.out.String(), "> ", "> ")
+	case atom.Hr:
+		c.writeBlock("---", "", "")
+	case atom.Table:
+		c.table(n)
+	case atom.Dt:
+		if t := oneLine(c.inlineRaw(children(n))); t != "" {
+			c.writeBlock("**"+t+"**", "", "")
+		}
+	default:
+		c.block(n, depth)
+	}
+}
+
+func (c *converter) list(n *html.Node, depth int) {
+	ordered := n.DataAtom == atom.Ol
+	i := 1
+	if s, err := strconv.Atoi(attr(n, "start")); err == nil && s >= 0 && s < 1e9 {
+		i = s
+	}
+	var items []string
+	for li := n.FirstChild; li != nil; li = li.NextSibling {
+		if li.Type != html.ElementNode {
+			continue
+		}
+		sub := &converter{base: c.base}
+		if li.DataAtom == atom.Li {
+			sub.block(li, depth+1)
+		} else if !skipped(li) {
+			sub.element(li, depth+1)
+		}
+		c.headings = append(c.headings, sub.headings...)
+		text := strings.TrimSpace(sub.out.String())
+		if text == "" {
+			continue
+		}
+		marker := "- "
+		if ordered {
+			marker = strconv.Itoa(i) + ". "
+			i++
+		}
+		var b strings.Builder
+		for j, line := range strings.Split(text, "\n") {
+			switch {
+			case j == 0:
+				b.WriteString(marker + line + "\n")
+			case line == "":
+				b.WriteString("\n")
+			default:
+				b.WriteString(strings.Repeat(" ", len(marker)) + line + "\n")
+			}
+		}
+		items = append(items, b.String())
+	}
+	// Tight list: items one after another unless an item has blank lines of its own.
+	c.writeBlock(strings.Join(items, ""), "", "")
+}
+
+func (c *converter) table(n *html.Node) {
+	var rows [][]string
+	for tr := range n.Descendants() {
+		if tr.Type != html.ElementNode || tr.DataAtom != atom.Tr {
+			continue
+		}
+		var row []string
+		for td := tr.FirstChild; td != nil; td = td.NextSibling {
+			if td.Type == html.ElementNode && (td.DataAtom == atom.Td || td.DataAtom == atom.Th) {
+				cell := oneLine(c.inlineRaw(children(td)))
+				row = append(row, strings.ReplaceAll(cell, "|", `\|`))
+			}
+		}
+		if len(row) > 0 {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	width := 0
+	for _, r := range rows {
+		width = max(width, len(r))
+	}
+	var b strings.Builder
+	for i, r := range rows {
+		for len(r) < width {
+			r = append(r, "")
+		}
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+		if i == 0 {
+			b.WriteString("|" + strings.Repeat(" --- |", width) + "\n")
+		}
+	}
+	c.writeBlock(b.String(), "", "")
+}
+
+func children(n *html.Node) []*html.Node {
+	var cs []*html.Node
+	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+		cs = append(cs, ch)
+	}
+	return cs
+}
+
+// inlineText renders inline nodes as one paragraph's Markdown: whitespace collapsed, <br> a
+// line break, emphasis, code spans, links and images, and each line's start escaped where it
+// would read as a heading, list, quote or fence.
+func (c *converter) inlineText(nodes []*html.Node) string {
+	var lines []string
+	for line := range strings.SplitSeq(c.inlineRaw(nodes), "\n") {
+		lines = append(lines, escapeLineStart(strings.Join(strings.Fields(line), " ")))
+	}
+	return strings.Trim(strings.Join(lines, "\n"), "\n")
+}
+
+// inlineRaw renders inline nodes without escaping line starts (for headings and cells, whose
+// line starts with their own marker).
+func (c *converter) inlineRaw(nodes []*html.Node) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		c.inline(&b, n, 0)
+	}
+	return b.String()
+}
+
+func (c *converter) inline(b *strings.Builder, n *html.Node, depth int) {
+	if depth > 200 {
+		return
+	}
+	switch n.Type {
+	case html.TextNode:
+		b.WriteString(escapeText(strings.ReplaceAll(n.Data, "\n", " ")))
+		return
+	case html.ElementNode:
+	default:
+		return
+	}
+	if skipped(n) {
+		return
+	}
+	inner := func() string {
+		var ib strings.Builder
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			c.inline(&ib, ch, depth+1)
+		}
+		return strings.TrimSpace(ib.String())
+	}
+	switch n.DataAtom {
+	case atom.Br:
+		b.WriteString("\n")
+	case atom.Code, atom.Kbd, atom.Samp, atom.Tt:
+		b.WriteString(codeSpan(strings.Join(strings.Fields(textOf(n)), " ")))
+	case atom.Strong, atom.B:
+		if t := inner(); t != "" {
+			b.WriteString("**" + t + "**")
+		}
+	case atom.Em, atom.I:
+		if t := inner(); t != "" {
+			b.WriteString("*" + t + "*")
+		}
+	case atom.A:
+		t := inner()
+		href := c.resolve(attr(n, "href"))
+		switch {
+		case t == "":
+		case href == "" || strings.HasPrefix(href, "javascript:"):
+			b.WriteString(t)
+		default:
+			b.WriteString("[" + t + "](" + href + ")")
+		}
+	case atom.Img:
+		if src := c.resolve(attr(n, "src")); src != "" {
+			b.WriteString("![" + escapeText(oneLine(attr(n, "alt"))) + "](" + src + ")")
+		}
+	default:
+		if isBlock(n) { // a block inside inline content (a <div> in a <td>): keep its words
+			b.WriteString(" " + inner() + " ")
+			return
+		}
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			c.inline(b, ch, depth+1)
+		}
+	}
+}
+
+// resolve makes href absolute against the page, leaving fragments and unparseable values
+// alone; spaces and parentheses are escaped so the link's end is unambiguous.
+func (c *converter) resolve(href string) string {
+	href = strings.TrimSpace(href)
+	if href == "" || strings.HasPrefix(href, "#") {
+		return href
+	}
+	if c.base != nil {
+		if u, err := url.Parse(href); err == nil {
+			href = c.base.ResolveReference(u).String()
+		}
+	}
+	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "\n", "").Replace(href)
+}
+
+// escapeText keeps text from being read as HTML: <, > and & become character references,
+// which cleaning decodes again after it strips tags (spec §3.3 step 4 (1)), so a page that
+// shows "<div>" keeps it.
+func escapeText(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// escapeLineStart escapes what would make a line of text a heading, a list item, a quote, a
+// fence or a thematic break.
+func escapeLineStart(line string) string {
+	t := strings.TrimLeft(line, " ")
+	switch {
+	case t == "":
+		return line
+	case strings.HasPrefix(t, "#"), strings.HasPrefix(t, ">"), strings.HasPrefix(t, "~~~"),
+		strings.HasPrefix(t, "- "), strings.HasPrefix(t, "+ "), strings.HasPrefix(t, "* "),
+		strings.HasPrefix(t, "="), t == "-" || strings.HasPrefix(t, "--"), t == "*", t == "+":
+		return `\` + t
+	}
+	// "1. " or "1) " starts an ordered list.
+	i := 0
+	for i < len(t) && i < 9 && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i > 0 && i < len(t) && (t[i] == '.' || t[i] == ')') && (i+1 == len(t) || t[i+1] == ' ') {
+		return t[:i] + `\` + t[i:]
+	}
+	return t
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// textOf is the text of n and its descendants, as it is (for <pre> and code).
+func textOf(n *html.Node) string {
+	var b strings.Builder
+	for d := range n.Descendants() {
+		if d.Type == html.TextNode {
+			b.WriteString(d.Data)
+		}
+		if d.Type == html.ElementNode && d.DataAtom == atom.Br {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// plainText is the text of n without the elements the converter leaves out.
+func plainText(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node, int)
+	walk = func(n *html.Node, depth int) {
+		for ch := n.FirstChild; ch != nil && depth < 200; ch = ch.NextSibling {
+			switch {
+			case ch.Type == html.TextNode:
+				b.WriteString(ch.Data)
+			case ch.Type == html.ElementNode && !skipped(ch):
+				walk(ch, depth+1)
+			}
+		}
+	}
+	walk(n, 0)
+	return b.String()
+}
+
+// codeSpan writes s as a code span with a backtick run longer than any inside it.
+func codeSpan(s string) string {
+	if s == "" {
+		return ""
+	}
+	ticks := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return ticks + s + ticks
+}
+
+// fence writes code as a fenced block with a fence longer than any backtick run inside it.
+func fence(code, lang string) string {
+	code = strings.Trim(strings.ReplaceAll(code, "\r\n", "\n"), "\n")
+	f := strings.Repeat("`", max(3, longestRun(code, '`')+1))
+	return f + lang + "\n" + code + "\n" + f
+}
+
+func longestRun(s string, ch byte) int {
+	best, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == ch {
+			run++
+			best = max(best, run)
+		} else {
+			run = 0
+		}
+	}
+	return best
+}
+
+// codeLanguage finds a language name in the classes of a <pre>, its <code> or the Sphinx
+// "highlight-<lang>" wrapper around it.
+func codeLanguage(pre *html.Node) string {
+	nodes := []*html.Node{pre}
+	if code := find(pre, func(n *html.Node) bool { return n.DataAtom == atom.Code }); code != nil {
+		nodes = append(nodes, code)
+	}
+	for p := pre.Parent; p != nil && len(nodes) < 5; p = p.Parent {
+		nodes = append(nodes, p)
+	}
+	for _, n := range nodes {
+		for cl := range strings.FieldsSeq(attr(n, "class")) {
+			for _, prefix := range []string{"language-", "lang-", "highlight-"} {
+				if l, ok := strings.CutPrefix(cl, prefix); ok && l != "" && l != "default" && safeLang(l) {
+					return l
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func safeLang(l string) bool {
+	for _, r := range l {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '+') {
+			return false
+		}
+	}
+	return len(l) <= 32
+}
+
+// anchorOf is a heading's id, else that of an <a id> or <a name> inside it, else the id of
+// the nearest enclosing <section> (or Sphinx's older <div class="section">).
+func anchorOf(h *html.Node) string {
+	if id := attr(h, "id"); id != "" {
+		return id
+	}
+	for d := range h.Descendants() {
+		if d.Type == html.ElementNode && d.DataAtom == atom.A {
+			if id := attr(d, "id"); id != "" {
+				return id
+			}
+			if name := attr(d, "name"); name != "" {
+				return name
+			}
+		}
+	}
+	for p := h.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && (p.DataAtom == atom.Section || (p.DataAtom == atom.Div && hasClass(p, "section"))) {
+			return attr(p, "id")
+		}
+	}
+	return ""
+}

@@ -1,0 +1,320 @@
+package knowledge
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver with FTS5; only this package imports it
+)
+
+// idPattern is what a community id must look like before it goes into a path (spec §1).
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// ValidID reports whether id may name a community's files.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
+// ErrNotInitialized is returned by reads of a community that has no published database yet, or
+// whose database lacks the table asked for (spec §4.1 "not initialised" and "missing table").
+var ErrNotInitialized = errors.New("knowledge database not initialised")
+
+// ErrInvalidID is returned for a community id that does not match ^[A-Za-z0-9_-]+$.
+var ErrInvalidID = errors.New("invalid community id")
+
+// Store is the per-community SQLite databases under <data>/knowledge (spec §2.1): a published
+// file per community that readers open read-only, and a working copy that one writer at a
+// time changes and then publishes whole. It is safe for concurrent use.
+type Store struct {
+	dir string
+	log *slog.Logger
+
+	mu      sync.Mutex
+	writers map[string]*sync.Mutex
+	readers map[string]*reader
+}
+
+// OpenStore returns the store under dataDir/knowledge, creating the directory.
+func OpenStore(dataDir string, log *slog.Logger) (*Store, error) {
+	dir := filepath.Join(dataDir, "knowledge")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("knowledge store: %w", err)
+	}
+	return &Store{dir: dir, log: log, writers: map[string]*sync.Mutex{}, readers: map[string]*reader{}}, nil
+}
+
+// Path returns the published file of community id.
+func (s *Store) Path(id string) string { return filepath.Join(s.dir, id+".db") }
+
+func (s *Store) workPath(id string) string { return filepath.Join(s.dir, id+".work.db") }
+
+// FileInfo is the published file's size and the time it was last published.
+type FileInfo struct {
+	Bytes       int64
+	PublishedAt time.Time
+}
+
+// Info returns the published file's size and age; ok is false when there is none.
+func (s *Store) Info(id string) (info FileInfo, ok bool) {
+	if !ValidID(id) {
+		return FileInfo{}, false
+	}
+	st, err := os.Stat(s.Path(id))
+	if err != nil {
+		return FileInfo{}, false
+	}
+	return FileInfo{Bytes: st.Size(), PublishedAt: st.ModTime()}, true
+}
+
+// dsn is an SQLite URI for path with the given query (the driver takes _pragma from it).
+func dsn(path, query string) string {
+	return (&url.URL{Scheme: "file", Path: path, RawQuery: query}).String()
+}
+
+// Write runs fn in one transaction on the community's working copy, then publishes the copy
+// if fn reports that it changed anything (or when nothing is published yet). Writers of one
+// community take turns; the working copy is created from the published file when it has
+// none, so a reference file's data carries over, and the schema is ensured before fn runs.
+func (s *Store) Write(ctx context.Context, id string, fn func(ctx context.Context, tx *sql.Tx) (changed bool, err error)) error {
+	if !ValidID(id) {
+		return ErrInvalidID
+	}
+	s.mu.Lock()
+	w := s.writers[id]
+	if w == nil {
+		w = &sync.Mutex{}
+		s.writers[id] = w
+	}
+	s.mu.Unlock()
+	w.Lock()
+	defer w.Unlock()
+
+	work := s.workPath(id)
+	if _, err := os.Stat(work); errors.Is(err, fs.ErrNotExist) {
+		if err := copyFile(s.Path(id), work); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("knowledge store: copying the published file: %w", err)
+		}
+	}
+	db, err := sql.Open("sqlite", dsn(work, "_pragma=journal_mode(wal)&_pragma=busy_timeout(5000)&_pragma=synchronous(normal)"))
+	if err != nil {
+		return fmt.Errorf("knowledge store: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if err := ensureSchema(ctx, db); err != nil {
+		return fmt.Errorf("knowledge store %s: %w", id, err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("knowledge store: %w", err)
+	}
+	changed, err := fn(ctx, tx)
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("knowledge store: %w", err)
+	}
+	if _, err := os.Stat(s.Path(id)); changed || err != nil {
+		return s.publish(ctx, db, id)
+	}
+	return nil
+}
+
+// publish writes the working copy to a new file beside the published one and renames it
+// over it (spec §2.1 "Publish"): VACUUM INTO, DELETE journal mode, quick_check, fsync of
+// the file, rename, fsync of the directory. A reader sees the old file or the new one,
+// never a part of either.
+func (s *Store) publish(ctx context.Context, db *sql.DB, id string) error {
+	var suffix [6]byte
+	rand.Read(suffix[:])
+	tmp := filepath.Join(s.dir, id+".db.tmp-"+hex.EncodeToString(suffix[:]))
+	defer os.Remove(tmp) // gone after the rename; removed when anything failed
+	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
+		return fmt.Errorf("knowledge store: publishing %s: %w", id, err)
+	}
+	if err := checkPublished(ctx, tmp); err != nil {
+		return fmt.Errorf("knowledge store: publishing %s: %w", id, err)
+	}
+	if err := syncPath(tmp); err != nil {
+		return fmt.Errorf("knowledge store: publishing %s: %w", id, err)
+	}
+	if err := os.Rename(tmp, s.Path(id)); err != nil {
+		return fmt.Errorf("knowledge store: publishing %s: %w", id, err)
+	}
+	if err := syncPath(s.dir); err != nil {
+		return fmt.Errorf("knowledge store: publishing %s: %w", id, err)
+	}
+	return nil
+}
+
+// checkPublished sets the new file to rollback-journal mode, so readers need no -wal or
+// -shm file, and checks it.
+func checkPublished(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", dsn(path, ""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var mode, check string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode=DELETE`).Scan(&mode); err != nil {
+		return err
+	}
+	if mode != "delete" {
+		return fmt.Errorf("journal mode is %q, not delete", mode)
+	}
+	if err := db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&check); err != nil {
+		return err
+	}
+	if check != "ok" {
+		return fmt.Errorf("quick_check: %s", check)
+	}
+	return nil
+}
+
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(to)
+		return err
+	}
+	return out.Close()
+}
+
+// fileIdent is what tells one published file from the next (spec §2.1: inode and mtime).
+type fileIdent struct {
+	ino   uint64
+	mtime int64
+	size  int64
+}
+
+func identOf(st os.FileInfo) fileIdent {
+	id := fileIdent{mtime: st.ModTime().UnixNano(), size: st.Size()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		id.ino = sys.Ino
+	}
+	return id
+}
+
+// reader is one published file opened read-only. Readers that started on it finish on it;
+// the next read after a publish opens the new file, and the old one closes once its last
+// read is done.
+type reader struct {
+	db      *sql.DB
+	ident   fileIdent
+	refs    int
+	retired bool
+}
+
+// read runs fn against the community's published file, opening it (again) when it is new.
+// It returns ErrNotInitialized when nothing is published.
+func (s *Store) read(ctx context.Context, id string, fn func(ctx context.Context, db *sql.DB) error) error {
+	if !ValidID(id) {
+		return ErrInvalidID
+	}
+	r, err := s.acquire(id)
+	if err != nil {
+		return err
+	}
+	defer s.release(r)
+	return fn(ctx, r.db)
+}
+
+func (s *Store) acquire(id string) (*reader, error) {
+	path := s.Path(id)
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotInitialized
+	}
+	if err != nil {
+		return nil, fmt.Errorf("knowledge store: %w", err)
+	}
+	ident := identOf(st)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.readers[id]
+	if r != nil && r.ident == ident {
+		r.refs++
+		return r, nil
+	}
+	// immutable=1: a published file is never changed in place, only replaced.
+	db, err := sql.Open("sqlite", dsn(path, "mode=ro&immutable=1"))
+	if err != nil {
+		return nil, fmt.Errorf("knowledge store: %w", err)
+	}
+	if r != nil {
+		r.retired = true
+		if r.refs == 0 {
+			r.db.Close()
+		}
+	}
+	r = &reader{db: db, ident: ident, refs: 1}
+	s.readers[id] = r
+	return r, nil
+}
+
+func (s *Store) release(r *reader) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.refs--
+	if r.retired && r.refs == 0 {
+		r.db.Close()
+	}
+}
+
+// Close closes every open reader. Reads running at the time finish first.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, r := range s.readers {
+		r.retired = true
+		if r.refs == 0 {
+			r.db.Close()
+		}
+		delete(s.readers, id)
+	}
+	return nil
+}
+
+// hasTable reports whether the database has a table of that name.
+func hasTable(ctx context.Context, db *sql.DB, name string) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?`, name).Scan(&n)
+	return n > 0, err
+}
+
+// timestamp formats t as the reference does: ISO 8601 UTC with microseconds and +00:00.
+func timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000") + "+00:00"
+}
