@@ -655,20 +655,31 @@ func TestFileRoutesCORSAndRateLimit(t *testing.T) {
 }
 
 // FuzzReadUploads: no multipart body makes the upload parser panic, keep a file that breaks a
-// rule, or fail with anything but a 4xx.
+// rule (two names that differ only in case among them), or fail with anything but a 4xx.
 func FuzzReadUploads(f *testing.F) {
 	seed := func(parts ...string) string {
 		return strings.Join(parts, "\r\n")
 	}
-	f.Add(seed("--B", `Content-Disposition: form-data; name="file"; filename="a.csv"`, "", "a,b", "--B--", ""))
-	f.Add(seed("--B", `Content-Disposition: form-data; name="file"; filename="../a.csv"`, "", "a", "--B--"))
-	f.Add(seed("--B", `Content-Disposition: form-data; name="file"; filename*=UTF-8''%2e%2e%2fa.csv`, "", "a", "--B--"))
-	f.Add(seed("--B", `Content-Disposition: form-data; name="x"`, "", "y", "--B--"))
-	f.Add(seed("--B", `Content-Disposition: form-data; name="file"; filename="a.json"`, "Content-Transfer-Encoding: quoted-printable", "", "=7B=7D", "--B--"))
-	f.Add("")
+	for _, sized := range []bool{false, true} {
+		f.Add(seed("--B", `Content-Disposition: form-data; name="file"; filename="a.csv"`, "", "a,b", "--B--", ""), sized)
+		f.Add(seed("--B", `Content-Disposition: form-data; name="file"; filename="../a.csv"`, "", "a", "--B--"), sized)
+		f.Add(seed("--B", `Content-Disposition: form-data; name="file"; filename*=UTF-8''%2e%2e%2fa.csv`, "", "a", "--B--"), sized)
+		f.Add(seed("--B", `Content-Disposition: form-data; name="x"`, "", "y", "--B--"), sized)
+		f.Add(seed("--B", `Content-Disposition: form-data; name="file"; filename="a.json"`, "Content-Transfer-Encoding: quoted-printable", "", "=7B=7D", "--B--"), sized)
+		f.Add(seed("--B", `Content-Disposition: form-data; name="file"; filename="A.csv"`, "", "a", "--B",
+			`Content-Disposition: form-data; name="file"; filename="a.csv"`, "", "b", "--B--"), sized)
+		f.Add("", sized)
+	}
 	up := uploadLimits{maxFile: 64, maxSession: 128, maxFiles: 3, types: []string{"csv", "json", "txt", "xlsx"}}
-	f.Fuzz(func(t *testing.T, body string) {
-		files, err := readUploads(strings.NewReader(body), "B", up, nil)
+	f.Fuzz(func(t *testing.T, body string, sized bool) {
+		// With sized, the body's length is known and files are read into buffers of the size
+		// left, as with a Content-Length; else they grow as they are read.
+		r := &countingReader{r: strings.NewReader(body)}
+		var left func() int64
+		if sized {
+			left = func() int64 { return int64(len(body)) - r.n }
+		}
+		files, err := readUploads(r, "B", up, left)
 		if err != nil {
 			var api *apiError
 			if !errors.As(err, &api) || api.status < 400 || api.status >= 500 {
@@ -677,7 +688,12 @@ func FuzzReadUploads(f *testing.F) {
 			return
 		}
 		var total int64
-		for _, file := range files {
+		for i, file := range files {
+			for _, other := range files[:i] {
+				if workspace.SameName(other.Name, file.Name) {
+					t.Fatalf("kept %q and %q", other.Name, file.Name)
+				}
+			}
 			typ, cerr := workspace.CheckUpload(file.Name, file.Data, up.types)
 			if cerr != nil || typ != file.Type || int64(len(file.Data)) > up.maxFile {
 				t.Fatalf("kept %q (%d bytes, %s) that breaks a rule: %v", file.Name, len(file.Data), file.Type, cerr)

@@ -30,7 +30,6 @@ type SessionFiles interface {
 	EnsureSession(ctx context.Context, community, id string) (store.Session, bool, error)
 	PutFiles(ctx context.Context, community, id string, files []store.NewFile, lim store.FileLimits) ([]store.SessionFile, error)
 	Files(ctx context.Context, community, id string) ([]store.SessionFile, error)
-	File(ctx context.Context, community, id, name string) (store.SessionFile, []byte, error)
 	ViewFile(ctx context.Context, community, id, name string) ([]byte, error)
 	DeleteFile(ctx context.Context, community, id, name string) (bool, error)
 	Runs(ctx context.Context, community, id string) ([]store.RunRecord, error)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -201,8 +202,25 @@ func TestMemoryClientShare(t *testing.T) {
 
 func TestRedisClientShare(t *testing.T) {
 	c := newClock(testStart)
-	s, _ := newTestRedis(t, c.Now, hardeningLimits())
+	s, raw := newTestRedis(t, c.Now, hardeningLimits())
 	testClientShare(t, s, c)
+	// The clients' bookkeeping expires like the rest.
+	keys, err := scanKeys(context.Background(), raw, s.prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, k := range keys {
+		if strings.HasSuffix(k, ":fown") || strings.HasSuffix(k, ":fclient") {
+			seen++
+		}
+		if ttl := raw.PTTL(context.Background(), k).Val(); ttl <= 0 {
+			t.Errorf("%s has no TTL (%v)", k, ttl)
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d of fown and fclient among %q", seen, keys)
+	}
 }
 
 func TestMemoryCommunitiesDoNotShareFiles(t *testing.T) {

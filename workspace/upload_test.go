@@ -85,8 +85,8 @@ func TestCheckUpload(t *testing.T) {
 	}
 }
 
-// FuzzCheckUpload: no name or content panics, an accepted name is a plain file name, and an
-// error message stays short whatever the name.
+// FuzzCheckUpload: no name or content panics, an accepted name is a plain file name (no dot
+// first, no device name), and an error message stays short whatever the name.
 func FuzzCheckUpload(f *testing.F) {
 	f.Add("a.csv", []byte("x"))
 	f.Add("b.xlsx", []byte("PK\x03\x04"))
@@ -99,7 +99,7 @@ func FuzzCheckUpload(f *testing.F) {
 			}
 			return
 		}
-		if strings.ContainsAny(name, "/\\\x00") || name == "." || name == ".." || typ == "" {
+		if strings.ContainsAny(name, "/\\\x00") || strings.HasPrefix(name, ".") || windowsDevice(name) || typ == "" {
 			t.Fatalf("accepted %q as %q", name, typ)
 		}
 	})
