@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -595,5 +596,42 @@ func TestUploadAnsweredAsKeptDuringARedisStall(t *testing.T) {
 	t.Logf("%d uploads failed during the stall", failed)
 	if failed == 0 {
 		t.Error("no upload failed: the stall did not reach an upload in flight")
+	}
+}
+
+// TestFileBoundsFromFlagsAndEnvironment: --upload-buffer-mb and ASSISTANT_EXPORT_CONCURRENCY
+// reach the routes (an upload larger than a 30 MB buffer is refused with 413 before it is
+// read; a second export while one is held in flight is refused with 503), and a value out of
+// range stops the start, naming what it wants.
+func TestFileBoundsFromFlagsAndEnvironment(t *testing.T) {
+	dir := uploadCommunities(t, 100, 100, "tables")
+	p := serve(t, []string{"ASSISTANT_EXPORT_CONCURRENCY=1"}, "--communities", dir, "--rate-limits", noLimits, "--upload-buffer-mb", "30")
+	session := p.url + "/tables/sessions/flags"
+	ct, body, size := csvStream(31 << 20)
+	if a := send(t, http.MethodPost, session+"/files", ct, body, size); a.status != 413 || !strings.Contains(a.body, "at most 30 MB at once") {
+		t.Errorf("an upload past a 30 MB buffer: %d %s, want 413", a.status, a.body)
+	}
+	if a := uploadFiles(t, session+"/files", []string{"book.xlsx"}, [][]byte{xlsxOfSize(t, 25<<20)}); a.status != 200 {
+		t.Fatalf("a 25 MB upload within the buffer: %d %s", a.status, a.body)
+	}
+	held, err := http.Get(session + "/export.zip") // 25 MB fill the socket's buffers: it waits
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Body.Close()
+	resp, err := http.Get(session + "/export.zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if held.StatusCode != 200 || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("two exports with one place: %d and %d, want 200 and 503", held.StatusCode, resp.StatusCode)
+	}
+	for _, args := range [][]string{{"--upload-buffer-mb", "0"}, {"--upload-client-mb", "-1"}, {"--export-concurrency", "2000"}} {
+		out, err := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0", "--communities", dir}, args...)...).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "want") {
+			t.Errorf("%v: %v, want exit 2 naming what it wants:\n%s", args, err, out)
+		}
 	}
 }
