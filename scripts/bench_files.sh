@@ -169,7 +169,7 @@ for r in "${rows[@]}"; do
 	IFS='|' read -r phase bin answers rss growth secs cpus <<<"$r"
 	case $bin in
 	base) bin="base ($BASE)" ;;
-	new) bin="this tree ($(git rev-parse --short HEAD))" ;;
+	new) bin="this tree (working tree at $(git rev-parse --short HEAD))" ;;
 	unlimited) bin="this tree, --export-concurrency $N" ;;
 	esac
 	echo "| $phase | $bin | $answers | $rss | $growth | $secs | $cpus |"
