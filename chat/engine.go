@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/osc-assistant/assistant/config"
@@ -77,7 +78,8 @@ type Engine struct {
 	Now              func() time.Time
 	Log              *slog.Logger
 
-	prompts promptCache
+	promptsOnce sync.Once
+	prompts     *promptCache // shared with the engines Ask makes
 }
 
 // SessionStore is where the engine keeps sessions: their history, the one parked browser call,
@@ -150,9 +152,10 @@ type Turn struct {
 	OriginOK bool
 	// ToolsOff: the client-tool kill switch is on for this community.
 	ToolsOff bool
-	// NoTools binds no tool at all, not even the server fallback (a non-streamed chat).
-	NoTools   bool
-	RequestID string
+	// NoClientTools binds no client tool, not even the server fallback (a non-streamed chat,
+	// /ask); the knowledge and MCP tools the server runs itself are bound.
+	NoClientTools bool
+	RequestID     string
 }
 
 // Sink receives a turn's events. Open is called once, before the first event, when the answer
@@ -477,4 +480,40 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n])
+}
+
+// Ask runs one /ask question (api.md §4.4): a reply with no session and no history, the
+// knowledge and MCP tools bound, client tools not. The turn runs as a chat of a session kept
+// only for this request (an in-memory store that goes with it); the sink gets the chat's
+// events without the session's: no session event, no session id in done.
+func (e *Engine) Ask(ctx context.Context, t Turn, question string, sink Sink) error {
+	t.SessionID, t.Declared, t.NoClientTools = "", nil, true
+	scratch := &Engine{
+		Store:            store.NewMemory(store.DefaultLimits(), e.Now, nil),
+		Models:           e.Models,
+		Budget:           e.Budget,
+		MCP:              e.MCP,
+		Knowledge:        e.Knowledge,
+		MCPCallsPerReply: e.MCPCallsPerReply,
+		Now:              e.Now,
+		Log:              e.Log,
+		prompts:          e.promptCache(),
+	}
+	return scratch.Chat(ctx, t, question, askSink{sink})
+}
+
+// askSink passes a chat's events on without its session.
+type askSink struct{ Sink }
+
+func (s askSink) Open(string) error { return s.Sink.Open("") }
+
+func (s askSink) Send(ev StreamEvent) error {
+	switch ev := ev.(type) {
+	case SessionEvent:
+		return nil
+	case DoneEvent:
+		ev.SessionID = ""
+		return s.Sink.Send(ev)
+	}
+	return s.Sink.Send(ev)
 }

@@ -93,8 +93,9 @@ type DoneEvent struct {
 	Event     eventName[DoneEvent] `json:"event"`
 	Model     string               `json:"model"`
 	RequestID string               `json:"request_id"`
-	SessionID string               `json:"session_id"`
-	Usage     *ReplyUsage          `json:"usage"`
+	// SessionID is left out by /ask, which has no session.
+	SessionID string      `json:"session_id,omitempty"`
+	Usage     *ReplyUsage `json:"usage"`
 }
 
 // ErrorEvent ends a stream with a reader-facing message.

@@ -86,9 +86,6 @@ func searchToolName(id string) string   { return "search_" + id + "_docs" }
 // documentation, fetch_current_page when page context is on and the request names a page.
 // They share the reply's budget of knowledge calls with the MCP tools.
 func (r *turn) bindKnowledge() {
-	if r.t.NoTools {
-		return
-	}
 	c := r.t.Community
 	var tools []Tool
 	bind := func(t Tool, check func(json.RawMessage) (json.RawMessage, []string), run func(r *turn, ctx context.Context, call checkedCall) KnowledgeResult) {

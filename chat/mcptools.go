@@ -24,7 +24,7 @@ const (
 // bindMCP adds the community's MCP tools to the turn's tools, unless the turn binds none. A tool
 // whose name a client tool already has is left out.
 func (r *turn) bindMCP() {
-	if r.e.MCP == nil || r.t.NoTools {
+	if r.e.MCP == nil {
 		return
 	}
 	for _, mt := range r.e.MCP.Tools(r.t.Community.ID) {

@@ -129,7 +129,7 @@ func TestMCPAnswerTooLarge(t *testing.T) {
 }
 
 // TestMCPBudget: MCP calls beyond the reply's budget are refused with a result the model reads,
-// and a turn that binds no tools offers none.
+// and a turn without client tools offers the MCP tools alone.
 func TestMCPBudget(t *testing.T) {
 	e, api, c := mcpEngine(t, func(n int, _ chattest.Request) chattest.Reply {
 		if n == 0 {
@@ -148,12 +148,19 @@ func TestMCPBudget(t *testing.T) {
 	if reqs := api.Requests(); !reqs[1].Contains("echo: a") || !reqs[1].Contains(msgMCPBudgetSpent) || reqs[1].Contains("echo: b") {
 		t.Errorf("the budget was not kept: %v", reqs[1].Body["messages"])
 	}
-	if err := e.Chat(t.Context(), Turn{Community: c, SessionID: "s2", OriginOK: true, NoTools: true}, "go", &eventSink{}); err != nil {
+	if err := e.Chat(t.Context(), Turn{Community: c, SessionID: "s2", OriginOK: true, NoClientTools: true}, "go", &eventSink{}); err != nil {
 		t.Fatal(err)
 	}
+	// A turn without client tools (a non-streamed chat, /ask) still offers the knowledge
+	// tools the server runs itself.
 	reqs := api.Requests()
-	if tools, _ := reqs[len(reqs)-1].Body["tools"].([]any); len(tools) != 0 {
-		t.Errorf("a no-tools turn offered %d tools", len(tools))
+	tools, _ := reqs[len(reqs)-1].Body["tools"].([]any)
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.(map[string]any)["name"].(string))
+	}
+	if !slices.Contains(names, "kb__echo") || slices.Contains(names, "execute_code") {
+		t.Errorf("a turn without client tools offered %v", names)
 	}
 }
 

@@ -24,6 +24,16 @@ type promptCache struct {
 	m  map[string]*promptParts // by community id; a newer config or generation replaces it
 }
 
+// promptCache returns the engine's prompt cache.
+func (e *Engine) promptCache() *promptCache {
+	e.promptsOnce.Do(func() {
+		if e.prompts == nil {
+			e.prompts = &promptCache{}
+		}
+	})
+	return e.prompts
+}
+
 // promptParts is a community's template with every placeholder but {page_context_section}
 // filled, cut where that one stands.
 type promptParts struct {
@@ -39,7 +49,7 @@ func (e *Engine) systemPrompt(c *config.Community, page *PageContext) string {
 	if e.Knowledge != nil {
 		docs, _ = e.Knowledge.Docs(c.ID)
 	}
-	parts := e.prompts.get(c, docs)
+	parts := e.promptCache().get(c, docs)
 	if len(parts) == 1 {
 		return parts[0]
 	}

@@ -56,13 +56,13 @@ func TestSystemPromptPlaceholders(t *testing.T) {
 	if again := e.systemPrompt(c, &PageContext{URL: "https://hedtags.org/x"}); again != got {
 		t.Error("the same request got another prompt")
 	}
-	first := e.prompts.m["hed"]
+	first := e.promptCache().m["hed"]
 	e.systemPrompt(c, nil)
-	if e.prompts.m["hed"] != first {
+	if e.promptCache().m["hed"] != first {
 		t.Error("the prompt was built again for the same generation")
 	}
 	k.docs = KnowledgeDocs{Preloaded: "new", Generation: 2}
-	if got := e.systemPrompt(c, nil); !strings.Contains(got, "|new|") || e.prompts.m["hed"] == first {
+	if got := e.systemPrompt(c, nil); !strings.Contains(got, "|new|") || e.promptCache().m["hed"] == first {
 		t.Errorf("a new generation did not rebuild the prompt: %q", got)
 	}
 	plain := &config.Community{ID: "x", Name: "X"}

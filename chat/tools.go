@@ -51,7 +51,7 @@ const fullOutputDescription = "Read more of an earlier browser run's output than
 func bindTools(t Turn, canRunOnServer bool, serverNote string) boundTools {
 	out := boundTools{byName: map[string]boundTool{}}
 	c := t.Community
-	if t.ToolsOff || t.NoTools || c.Extensions == nil || c.Runtime == nil || c.Runtime.Python == nil {
+	if t.ToolsOff || t.NoClientTools || c.Extensions == nil || c.Runtime == nil || c.Runtime.Python == nil {
 		return out
 	}
 	fallback := canRunOnServer && c.Runtime.Python.ServerFallback

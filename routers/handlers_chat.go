@@ -29,6 +29,8 @@ const (
 type ChatEngine interface {
 	Chat(ctx context.Context, t chat.Turn, message string, sink chat.Sink) error
 	Resume(ctx context.Context, t chat.Turn, res *toolresults.Result, sink chat.Sink) error
+	// Ask answers a one-shot question (/ask): no session, no client tools.
+	Ask(ctx context.Context, t chat.Turn, question string, sink chat.Sink) error
 	// CheckModel returns the refusal of a turn whose model cannot be resolved at all.
 	CheckModel(t chat.Turn) error
 }
@@ -143,31 +145,23 @@ func deref(p *string) string {
 // HTTP error.
 func (s *Server) chatJSON(c echo.Context, cc *community, req *chatRequest) error {
 	t := s.turn(c, cc, req.sessionID, req.model, req.page, nil)
-	t.NoTools = true
+	t.NoClientTools = true
 	if err := s.deps.Engine.CheckModel(t); err != nil {
 		return err
 	}
-	sink := &collectSink{warnings: []string{}}
+	sink := newCollectSink()
 	if err := s.deps.Engine.Chat(c.Request().Context(), t, req.message, sink); err != nil {
 		return err
 	}
-	if sink.failure != nil || sink.done == nil {
-		msg := "The assistant finished without writing an answer. Try again, or rephrase your question."
-		status := http.StatusBadGateway
-		if f := sink.failure; f != nil {
-			msg = f.Message
-			if f.Refusal != 0 {
-				status = refusalStatus(f.Refusal)
-			}
-		}
-		return &replyError{status, msg}
+	if err := sink.answered(); err != nil {
+		return err
 	}
 	d := sink.done
 	return c.JSON(http.StatusOK, map[string]any{
 		"session_id": sink.sessionID,
 		"message":    map[string]any{"role": "assistant", "content": d.Content},
-		"tool_calls": []any{},
-		"citations":  []any{},
+		"tool_calls": sink.toolCalls,
+		"citations":  d.Citations,
 		"request_id": requestID(c),
 		"model":      d.Model,
 		"warnings":   sink.warnings,
@@ -181,6 +175,32 @@ type collectSink struct {
 	done      *chat.DoneEvent
 	failure   *chat.ErrorEvent
 	warnings  []string
+	toolCalls []toolCall
+}
+
+// toolCall is one tool the server ran for a JSON answer: its name and arguments.
+type toolCall struct {
+	Name string `json:"name"`
+	Args any    `json:"args"`
+}
+
+func newCollectSink() *collectSink { return &collectSink{warnings: []string{}, toolCalls: []toolCall{}} }
+
+// answered is nil when the turn ended with an answer, and otherwise the HTTP error a JSON
+// answer gives: the turn's own refusal, or a 502 for a reply with nothing in it.
+func (k *collectSink) answered() error {
+	if k.failure == nil && k.done != nil {
+		return nil
+	}
+	msg := "The assistant finished without writing an answer. Try again, or rephrase your question."
+	status := http.StatusBadGateway
+	if f := k.failure; f != nil {
+		msg = f.Message
+		if f.Refusal != 0 {
+			status = refusalStatus(f.Refusal)
+		}
+	}
+	return &replyError{status, msg}
 }
 
 func (k *collectSink) Open(id string) error { k.sessionID = id; return nil }
@@ -193,6 +213,8 @@ func (k *collectSink) Send(ev chat.StreamEvent) error {
 		k.failure = &ev
 	case chat.WarningEvent:
 		k.warnings = append(k.warnings, ev.Message)
+	case chat.ToolStartEvent:
+		k.toolCalls = append(k.toolCalls, toolCall{Name: ev.Name, Args: ev.Input})
 	}
 	return nil
 }
@@ -226,7 +248,9 @@ func (w *sse) Open(sessionID string) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
-	h.Set("X-Session-ID", sessionID)
+	if sessionID != "" { // /ask has none
+		h.Set("X-Session-ID", sessionID)
+	}
 	_ = w.rc.SetWriteDeadline(time.Now().Add(streamIdle))
 	w.c.Response().WriteHeader(http.StatusOK)
 	if err := w.rc.Flush(); err != nil {

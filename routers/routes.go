@@ -50,6 +50,7 @@ func (s *Server) routes() *echo.Echo {
 	rl := s.deps.Settings.RateLimits
 	g.POST("/:c/chat", s.chatHandler, s.rateLimit("chat", rl.ChatPerMinute, rl.ChatPerHour))
 	g.POST("/:c/chat/resume", s.resumeHandler, s.rateLimit("resume", rl.ResumePerMinute, rl.ResumePerHour))
+	g.POST("/:c/ask", s.askHandler, s.rateLimit("chat", rl.ChatPerMinute, rl.ChatPerHour))
 	getRoute(g, "/:c/sessions/:session/artifacts/:call/*", s.artifact)
 	// A session's files, its runs' manifest and its export (issue 14). Writes and exports are
 	// limited like resumes, under their own counter; the listings are as free as the artifacts.
