@@ -184,7 +184,9 @@ type toolCall struct {
 	Args any    `json:"args"`
 }
 
-func newCollectSink() *collectSink { return &collectSink{warnings: []string{}, toolCalls: []toolCall{}} }
+func newCollectSink() *collectSink {
+	return &collectSink{warnings: []string{}, toolCalls: []toolCall{}}
+}
 
 // answered is nil when the turn ended with an answer, and otherwise the HTTP error a JSON
 // answer gives: the turn's own refusal, or a 502 for a reply with nothing in it.
