@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -86,7 +87,7 @@ func (a *Anthropic) Stream(ctx context.Context, req Request, emit func(Event) er
 	stream := a.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
 
-	st := &anthropicStream{emit: emit, done: Event{Kind: Done}, blocks: map[int64]*call{}}
+	st := &anthropicStream{emit: emit, done: Event{Kind: Done}, blocks: map[int64]*call{}, texts: map[int64]bool{}}
 	for stream.Next() {
 		if err := st.handle(stream.Current()); err != nil {
 			return err
@@ -114,6 +115,7 @@ type anthropicStream struct {
 	calls     int
 	malformed string          // name of a tool call whose input was not a JSON object
 	blocks    map[int64]*call // open tool_use blocks by content index
+	texts     map[int64]bool  // open text blocks by content index
 }
 
 // handle takes one event of the stream.
@@ -148,8 +150,9 @@ func (st *anthropicStream) blockStart(ev anthropic.MessageStreamEventUnion) erro
 	cb := ev.ContentBlock
 	switch cb.Type {
 	case "text":
+		st.texts[ev.Index] = true
 		if cb.Text != "" {
-			return st.emit(Event{Kind: TextDelta, Text: cb.Text})
+			return st.emit(Event{Kind: TextDelta, Index: int(ev.Index), Text: cb.Text})
 		}
 	case "tool_use":
 		if st.calls++; st.calls > maxToolCalls {
@@ -163,7 +166,14 @@ func (st *anthropicStream) blockStart(ev anthropic.MessageStreamEventUnion) erro
 func (st *anthropicStream) blockDelta(ev anthropic.MessageStreamEventUnion) error {
 	switch ev.Delta.Type {
 	case "text_delta":
-		return st.emit(Event{Kind: TextDelta, Text: ev.Delta.Text})
+		return st.emit(Event{Kind: TextDelta, Index: int(ev.Index), Text: ev.Delta.Text})
+	case "citations_delta":
+		// Only search_result blocks are sent, so only their citations are read.
+		c := ev.Delta.Citation
+		if c.Type != "search_result_location" {
+			return nil
+		}
+		return st.emit(Event{Kind: CitationDelta, Index: int(ev.Index), Cite: &Cited{Source: c.Source, Title: c.Title, CitedText: c.CitedText}})
 	case "input_json_delta":
 		b := st.blocks[ev.Index]
 		if b == nil {
@@ -177,6 +187,10 @@ func (st *anthropicStream) blockDelta(ev anthropic.MessageStreamEventUnion) erro
 }
 
 func (st *anthropicStream) blockStop(ev anthropic.MessageStreamEventUnion) error {
+	if st.texts[ev.Index] {
+		delete(st.texts, ev.Index)
+		return st.emit(Event{Kind: BlockEnd, Index: int(ev.Index)})
+	}
 	b := st.blocks[ev.Index]
 	if b == nil {
 		return nil
@@ -247,8 +261,24 @@ func anthropicContent(m Message) ([]anthropic.ContentBlockParamUnion, error) {
 			return boolRank(y.Type == BlockToolResult) - boolRank(x.Type == BlockToolResult)
 		})
 	}
-	for _, b := range blocks {
+	for i, b := range blocks {
 		switch {
+		case b.Type == BlockText && m.Role == RoleAssistant:
+			// A reply is kept as text blocks cut after each marker group: it goes as one, as
+			// the model wrote it, markers included.
+			if i > 0 && blocks[i-1].Type == BlockText {
+				continue
+			}
+			var text strings.Builder
+			for _, t := range blocks[i:] {
+				if t.Type != BlockText {
+					break
+				}
+				text.WriteString(t.Text)
+			}
+			if text.Len() > 0 {
+				out = append(out, anthropic.NewTextBlock(text.String()))
+			}
 		case b.Type == BlockText:
 			// The API refuses empty text blocks.
 			if b.Text != "" {

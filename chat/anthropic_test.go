@@ -76,8 +76,36 @@ func TestAnthropicStream(t *testing.T) {
 			want: []Event{
 				{Kind: TextDelta, Text: "Let me "},
 				{Kind: TextDelta, Text: "check."},
+				{Kind: BlockEnd},
 				{Kind: ToolCall, Call: &Call{ID: "toolu_01", Name: "retrieve_hed_docs", Input: json.RawMessage(`{"url":"https://www.hedtags.org/docs"}`)}},
 				{Kind: Done, StopReason: "tool_use", Usage: Usage{InputTokens: 572, OutputTokens: 89}},
+			},
+		},
+		{
+			// As the API streams a reply citing search_result blocks (knowledge.md §5.3): each
+			// cited text block starts with empty citations, its citations_delta come before
+			// its text; block indexes are the message's.
+			name: "text blocks with citations",
+			reply: reply{frames: []string{
+				aMessageStart,
+				aTextStart(0), aText(0, "Per the docs, "), aStop(0),
+				sseEvent("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"","citations":[]}}`),
+				sseEvent("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":{"type":"search_result_location","cited_text":"Annotations are placed in the events.tsv file.","source":"https://example.org/hed/quickstart.html","title":"HED quickstart","search_result_index":0,"start_block_index":0,"end_block_index":1}}}`),
+				sseEvent("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":{"type":"char_location","cited_text":"x","document_index":0,"document_title":"d","start_char_index":0,"end_char_index":1}}}`),
+				aText(1, "tags go in events.tsv"), aStop(1),
+				aTextStart(2), aText(2, "."), aStop(2),
+				aDelta("end_turn", 30),
+				aMessageStop,
+			}},
+			want: []Event{
+				{Kind: TextDelta, Text: "Per the docs, "},
+				{Kind: BlockEnd},
+				{Kind: CitationDelta, Index: 1, Cite: &Cited{Source: "https://example.org/hed/quickstart.html", Title: "HED quickstart", CitedText: "Annotations are placed in the events.tsv file."}},
+				{Kind: TextDelta, Index: 1, Text: "tags go in events.tsv"},
+				{Kind: BlockEnd, Index: 1},
+				{Kind: TextDelta, Index: 2, Text: "."},
+				{Kind: BlockEnd, Index: 2},
+				{Kind: Done, StopReason: "end_turn", Usage: Usage{InputTokens: 572, OutputTokens: 30}},
 			},
 		},
 		{
@@ -111,6 +139,7 @@ func TestAnthropicStream(t *testing.T) {
 			}},
 			want: []Event{
 				{Kind: TextDelta, Text: "Fetching."},
+				{Kind: BlockEnd},
 				{Kind: Done, StopReason: "max_tokens", Usage: Usage{InputTokens: 572, OutputTokens: 4096}},
 			},
 		},
@@ -168,13 +197,13 @@ func TestAnthropicStream(t *testing.T) {
 		{
 			name:    "connection cut mid-stream",
 			reply:   reply{frames: textThenTool[:8], end: endAbort},
-			want:    []Event{{Kind: TextDelta, Text: "Let me "}, {Kind: TextDelta, Text: "check."}},
+			want:    []Event{{Kind: TextDelta, Text: "Let me "}, {Kind: TextDelta, Text: "check."}, {Kind: BlockEnd}},
 			wantErr: wantIs(io.ErrUnexpectedEOF),
 		},
 		{
 			name:    "stream ends cleanly before message_stop",
 			reply:   reply{frames: textThenTool[:8]},
-			want:    []Event{{Kind: TextDelta, Text: "Let me "}, {Kind: TextDelta, Text: "check."}},
+			want:    []Event{{Kind: TextDelta, Text: "Let me "}, {Kind: TextDelta, Text: "check."}, {Kind: BlockEnd}},
 			wantErr: wantIs(ErrStreamTruncated),
 		},
 	}

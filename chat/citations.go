@@ -2,6 +2,7 @@ package chat
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 )
 
@@ -141,13 +142,39 @@ func toolEndOutput(content []Block) string {
 	return strings.Join(parts, "\n\n")
 }
 
-// plainPassage is a search_result block as plain text, for a model that cannot take it.
-func plainPassage(b Block) string {
-	var text []string
-	for _, c := range b.Content {
-		if c.Type == BlockText {
-			text = append(text, c.Text)
+// plainMessages is msgs for a provider on the plain path: the search_result blocks a history
+// kept from another provider become the plain text of their passages.
+func plainMessages(msgs []Message) []Message {
+	var out []Message
+	for i, m := range msgs {
+		changed := false
+		content := make([]Block, len(m.Content))
+		for j, b := range m.Content {
+			content[j] = b
+			if b.Type != BlockToolResult {
+				continue
+			}
+			for k, c := range b.Content {
+				if c.Type != BlockSearchResult {
+					continue
+				}
+				changed = true
+				inner := slices.Clone(content[j].Content)
+				inner[k] = Block{Type: BlockText, Text: c.Title + "\nSource: " + c.Source + "\n\n" + passageText(c)}
+				content[j].Content = inner
+			}
+		}
+		if changed {
+			if out == nil {
+				out = slices.Clone(msgs[:i])
+			}
+			out = append(out, Message{Role: m.Role, Content: content})
+		} else if out != nil {
+			out = append(out, m)
 		}
 	}
-	return b.Title + "\nSource: " + b.Source + "\n\n" + strings.Join(text, "\n\n")
+	if out == nil {
+		return msgs
+	}
+	return out
 }

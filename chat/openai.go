@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -35,6 +36,9 @@ type OpenAIOptions struct {
 	Images bool
 	// ExtraHeaders go on every request, e.g. OpenRouter's HTTP-Referer and X-Title.
 	ExtraHeaders map[string]string
+	// Log receives the notes of the tagged citation path (a tag naming no source); nil
+	// discards them.
+	Log *slog.Logger
 }
 
 // OpenAI streams replies from an OpenAI-compatible Chat Completions API (OpenAI,
@@ -50,11 +54,17 @@ type OpenAIOptions struct {
 // server reads.
 //
 // As for [Anthropic], the SDK's retries are off and the environment is not read.
+//
+// Citations take the tagged path (knowledge.md §5.4): the search_result blocks of a request
+// go as text opened by [src:N] tags, numbered by first appearance in the conversation, and
+// the [src:N] tags the model writes come back as CitationDelta and BlockEnd events, cut from
+// the text; text that could still become a tag is held back until it cannot.
 type OpenAI struct {
 	client    openai.ChatCompletionService
 	maxTokens int
 	official  bool
 	images    bool
+	log       *slog.Logger
 }
 
 // NewOpenAI returns a provider for an OpenAI-compatible Chat Completions API.
@@ -83,11 +93,16 @@ func NewOpenAI(opts OpenAIOptions) *OpenAI {
 	if maxTokens <= 0 {
 		maxTokens = defaultMaxTokens
 	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &OpenAI{
 		client:    openai.NewChatCompletionService(ro...),
 		maxTokens: maxTokens,
 		official:  official,
 		images:    opts.Images,
+		log:       log,
 	}
 }
 
@@ -98,18 +113,19 @@ func (o *OpenAI) ImagesAllowed() bool { return o.images }
 // become [src:N]-tagged text and the model's tags become citations (citations_tagged.go).
 func (o *OpenAI) CitationPath() CitationPath { return CiteTagged }
 
-// Stream sends req with stream: true and emits its text deltas, then its tool calls in
-// index order once the stream has ended (a call's arguments arrive in pieces across
-// chunks), then Done. It returns errors as [Anthropic.Stream] does.
+// Stream sends req with stream: true and emits its text deltas (and the citations of its
+// tags), then its tool calls in index order once the stream has ended (a call's arguments
+// arrive in pieces across chunks), then Done. It returns errors as [Anthropic.Stream] does.
 func (o *OpenAI) Stream(ctx context.Context, req Request, emit func(Event) error) error {
-	params, err := o.params(req)
+	srcs := numberSources(req.Messages)
+	params, err := o.params(req, srcs)
 	if err != nil {
 		return err
 	}
 	stream := o.client.NewStreaming(ctx, params)
 	defer stream.Close()
 
-	st := &openAIStream{emit: emit, done: Event{Kind: Done}, byIndex: map[int64]*indexedCall{}}
+	st := &openAIStream{emit: emit, tags: newTagStream(srcs, emit, o.log), done: Event{Kind: Done}, byIndex: map[int64]*indexedCall{}}
 	for stream.Next() {
 		if err := st.handle(stream.Current()); err != nil {
 			return err
@@ -127,6 +143,7 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, emit func(Event) error
 // openAIStream is the state of one Chat Completions stream as its chunks arrive.
 type openAIStream struct {
 	emit    func(Event) error
+	tags    *tagStream
 	done    Event
 	finish  string
 	calls   []*indexedCall         // in order of first chunk
@@ -148,7 +165,7 @@ func (st *openAIStream) handle(chunk openai.ChatCompletionChunk) error {
 			continue
 		}
 		if ch.Delta.Content != "" {
-			if err := st.emit(Event{Kind: TextDelta, Text: ch.Delta.Content}); err != nil {
+			if err := st.tags.write(ch.Delta.Content); err != nil {
 				return err
 			}
 		}
@@ -190,8 +207,11 @@ func (st *openAIStream) toolDelta(tc openai.ChatCompletionChunkChoiceDeltaToolCa
 	return nil
 }
 
-// end emits the tool calls, in index order, then Done.
+// end emits the text held back, the tool calls, in index order, then Done.
 func (st *openAIStream) end() error {
+	if err := st.tags.flush(); err != nil {
+		return err
+	}
 	done := st.done
 	done.StopReason = st.finish
 	switch st.finish {
@@ -229,7 +249,7 @@ func (st *openAIStream) end() error {
 }
 
 // params translates req into the SDK's request.
-func (o *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
+func (o *OpenAI) params(req Request, srcs *taggedSources) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{
 		Model:         shared.ChatModel(req.Model),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
@@ -264,9 +284,9 @@ func (o *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		var err error
 		switch m.Role {
 		case RoleAssistant:
-			p.Messages, err = appendAssistant(p.Messages, m)
+			p.Messages, err = appendAssistant(p.Messages, m, srcs)
 		case RoleUser:
-			p.Messages, err = o.appendUser(p.Messages, m)
+			p.Messages, err = o.appendUser(p.Messages, m, srcs)
 		default:
 			err = fmt.Errorf("unknown role %q", m.Role)
 		}
@@ -278,8 +298,9 @@ func (o *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 }
 
 // appendAssistant adds an assistant message: its text, and its tool_use blocks as
-// tool_calls.
-func appendAssistant(out []openai.ChatCompletionMessageParamUnion, m Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+// tool_calls. Its text blocks are one reply cut after each marker group, so they are joined
+// as they are, the markers shown as the [src:N] tags of their sources.
+func appendAssistant(out []openai.ChatCompletionMessageParamUnion, m Message, srcs *taggedSources) ([]openai.ChatCompletionMessageParamUnion, error) {
 	var (
 		text []string
 		a    openai.ChatCompletionAssistantMessageParam
@@ -288,7 +309,7 @@ func appendAssistant(out []openai.ChatCompletionMessageParamUnion, m Message) ([
 		switch b.Type {
 		case BlockText:
 			if b.Text != "" {
-				text = append(text, b.Text)
+				text = append(text, taggedAssistant(b, srcs))
 			}
 		case BlockToolUse:
 			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
@@ -308,7 +329,7 @@ func appendAssistant(out []openai.ChatCompletionMessageParamUnion, m Message) ([
 		return out, nil
 	}
 	if len(text) > 0 {
-		a.Content.OfString = openai.String(strings.Join(text, "\n\n"))
+		a.Content.OfString = openai.String(strings.Join(text, ""))
 	}
 	return append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a}), nil
 }
@@ -318,7 +339,7 @@ func appendAssistant(out []openai.ChatCompletionMessageParamUnion, m Message) ([
 // tool_result becomes a tool message (they must directly follow the assistant's
 // tool_calls), and any images they carry, with the message's own content, follow in one
 // user message.
-func (o *OpenAI) appendUser(out []openai.ChatCompletionMessageParamUnion, m Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+func (o *OpenAI) appendUser(out []openai.ChatCompletionMessageParamUnion, m Message, srcs *taggedSources) ([]openai.ChatCompletionMessageParamUnion, error) {
 	var parts []openai.ChatCompletionContentPartUnionParam
 	for _, b := range m.Content {
 		if b.Type != BlockToolResult {
@@ -333,7 +354,7 @@ func (o *OpenAI) appendUser(out []openai.ChatCompletionMessageParamUnion, m Mess
 			case BlockText:
 				text = append(text, c.Text)
 			case BlockSearchResult:
-				text = append(text, plainPassage(c))
+				text = append(text, taggedBlock(c, srcs.bySource[c.Source].n))
 			case BlockImage:
 				if o.images {
 					images = append(images, imagePart(c))

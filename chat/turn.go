@@ -40,6 +40,8 @@ type turn struct {
 	text  strings.Builder
 	usage Usage
 	cost  *float64
+	// cites are the sources the reply cited, numbered across its model calls and resumes.
+	cites replyCites
 }
 
 // batch is what one model reply's tool calls come to: the assistant message that made them,
@@ -57,7 +59,7 @@ func (b *batch) refuse(callID, text string) {
 
 // modelCall is what one model call streamed.
 type modelCall struct {
-	text  strings.Builder
+	text  *callText
 	calls []Call
 	stop  string
 	// produced: text or a tool call came, so the call is not tried again.
@@ -75,6 +77,7 @@ func (r *turn) loop(ctx context.Context) error {
 	r.bindKnowledge()
 	r.bindMCP()
 	r.system = r.e.systemPrompt(r.t.Community, r.t.Page)
+	r.cites = replyCitations(r.history)
 	for step := range maxStepsPerRun {
 		if ended, err := r.step(ctx, step == 0); ended {
 			return err
@@ -93,12 +96,11 @@ func (r *turn) step(ctx context.Context, first bool) (ended bool, err error) {
 		}
 		return true, r.fail(providerErrorMessage(err, r.route))
 	}
-	reply := mc.text.String()
-	r.text.WriteString(reply)
+	r.text.WriteString(mc.text.String())
 	if len(mc.calls) == 0 {
-		return true, r.finish(ctx, reply, mc.stop)
+		return true, r.finish(ctx, mc.text.blocks(), mc.stop)
 	}
-	return r.dispatch(ctx, reply, mc.calls)
+	return r.dispatch(ctx, mc.text.blocks(), mc.calls)
 }
 
 // callModel streams one model call. A call that fails fast, before the turn produced
@@ -125,18 +127,22 @@ func (r *turn) callModel(ctx context.Context, first bool) (*modelCall, error) {
 // stream makes one model call, sending its text and tool calls on as they come, and counts
 // its usage.
 func (r *turn) stream(ctx context.Context) (*modelCall, error) {
-	mc := &modelCall{}
+	mc := &modelCall{text: newCallText(r.e.log())}
 	var usage Usage
-	req := Request{Model: r.route.Name, System: r.system, Messages: trimHistory(r.history, maxConversationTokens), Tools: r.tools.list, ReasoningEffort: deref(r.t.Community.ReasoningEffort)}
+	msgs := trimHistory(r.history, maxConversationTokens)
+	if CitationPathOf(r.route.Provider) == CitePlain {
+		msgs = plainMessages(msgs) // passages kept from another provider, as text
+	}
+	req := Request{Model: r.route.Name, System: r.system, Messages: msgs, Tools: r.tools.list, ReasoningEffort: deref(r.t.Community.ReasoningEffort)}
 	err := r.route.Provider.Stream(ctx, req, func(ev Event) error {
-		mc.produced = mc.produced || ev.Kind == TextDelta || ev.Kind == ToolCall
-		switch ev.Kind {
-		case TextDelta:
-			if ev.Text == "" {
-				return nil
+		mc.produced = mc.produced || (ev.Kind == TextDelta && ev.Text != "") || ev.Kind == ToolCall
+		// Text and the markers of what it cites (citations_markers.go).
+		for _, out := range mc.text.handle(ev, &r.cites) {
+			if err := r.sink.Send(out); err != nil {
+				return err
 			}
-			mc.text.WriteString(ev.Text)
-			return r.sink.Send(ContentEvent{Content: ev.Text})
+		}
+		switch ev.Kind {
 		case ToolCall:
 			mc.calls = append(mc.calls, *ev.Call)
 			return r.sink.Send(ToolCallEvent{Name: clip(ev.Call.Name, 128)})
@@ -164,17 +170,17 @@ func (r *turn) count(ctx context.Context, usage Usage) {
 	}
 }
 
-// finish ends the run with the model's answer: its last reply is stored, then the warning,
-// if any, and done.
-func (r *turn) finish(ctx context.Context, reply, stop string) error {
+// finish ends the run with the model's answer: its last reply (text blocks, with their
+// markers) is stored, then the warning, if any, and done.
+func (r *turn) finish(ctx context.Context, reply []Block, stop string) error {
 	if strings.TrimSpace(r.text.String()) == "" {
 		if stop == "max_tokens" {
 			return r.fail(msgOutOfRoom)
 		}
 		return r.fail(msgEmpty)
 	}
-	if strings.TrimSpace(reply) != "" {
-		if _, err := r.e.appendMsgs(ctx, r.t.Community.ID, r.id, Message{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: reply}}}); err != nil {
+	if strings.TrimSpace(blocksText(reply)) != "" {
+		if _, err := r.e.appendMsgs(ctx, r.t.Community.ID, r.id, Message{Role: RoleAssistant, Content: reply}); err != nil {
 			return r.fail(msgFailed)
 		}
 	}
@@ -184,17 +190,14 @@ func (r *turn) finish(ctx context.Context, reply, stop string) error {
 		}
 	}
 	return r.sink.Send(DoneEvent{SessionID: r.id, RequestID: r.t.RequestID, Model: r.route.Model,
-		Content: r.text.String(), Usage: replyUsage(r.usage, r.cost)})
+		Content: r.text.String(), Citations: r.cites.list, Usage: replyUsage(r.usage, r.cost)})
 }
 
 // dispatch carries out the reply's tool calls, each by its tool's kind. When one is a browser
 // call the run ends by parking it; otherwise the calls and their results are stored and the
 // model is called again.
-func (r *turn) dispatch(ctx context.Context, reply string, calls []Call) (ended bool, err error) {
-	b := &batch{assistant: Message{Role: RoleAssistant}}
-	if reply != "" {
-		b.assistant.Content = append(b.assistant.Content, Block{Type: BlockText, Text: reply})
-	}
+func (r *turn) dispatch(ctx context.Context, reply []Block, calls []Call) (ended bool, err error) {
+	b := &batch{assistant: Message{Role: RoleAssistant, Content: reply}}
 	for _, call := range calls {
 		if len(call.Input) == 0 {
 			call.Input = json.RawMessage("{}")
@@ -274,7 +277,7 @@ func (r *turn) park(ctx context.Context, b *batch) error {
 	var args any
 	_ = json.Unmarshal(call.Args, &args)
 	return r.sink.Send(ToolRequestEvent{SessionID: id, CallID: call.CallID, Tool: call.Tool, Args: args,
-		RequiresPermission: call.RequiresPermission, Content: r.text.String(), Usage: replyUsage(r.usage, r.cost), Model: r.route.Model})
+		RequiresPermission: call.RequiresPermission, Content: r.text.String(), Citations: r.cites.list, Usage: replyUsage(r.usage, r.cost), Model: r.route.Model})
 }
 
 // fail ends the run with an error event.

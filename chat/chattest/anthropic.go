@@ -1,6 +1,7 @@
-// Package chattest provides a fake Anthropic Messages API for tests of code above the chat
-// package: an HTTP server on loopback that speaks the real streaming wire format, so the real
-// SDK client is what gets tested. A script decides each reply from the request it receives.
+// Package chattest provides fake model APIs for tests of code above the chat package: HTTP
+// servers on loopback that speak the real streaming wire formats of Anthropic's Messages API
+// (citations included) and of OpenAI-compatible Chat Completions, so the real SDK clients are
+// what gets tested. A script decides each reply from the request it receives.
 package chattest
 
 import (
@@ -20,10 +21,29 @@ type ToolUse struct {
 	Input string
 }
 
+// Cite is one search_result_location citation of a text block, sent as a citations_delta.
+type Cite struct {
+	Source, Title, CitedText string
+	// SearchResultIndex is the cited search result's index; the fake does not check it.
+	SearchResultIndex int
+}
+
+// TextBlock is one text block of a reply: its citations (each a citations_delta, before the
+// text as the API sends them, or after it with CitesLast), then its text, one text_delta per
+// element.
+type TextBlock struct {
+	Text      []string
+	Cites     []Cite
+	CitesLast bool
+}
+
 // Reply is what the fake model answers to one request.
 type Reply struct {
-	// Text is sent as one text block, one text_delta per element.
-	Text       []string
+	// Text is sent as one text block, one text_delta per element (for the OpenAI fake, one
+	// content delta per element).
+	Text []string
+	// Blocks are further text blocks, after Text's (Anthropic only).
+	Blocks     []TextBlock
 	ToolUses   []ToolUse
 	StopReason string // default: tool_use when there are tool uses, else end_turn
 	Usage      [2]int // input and output tokens
@@ -116,6 +136,27 @@ func (a *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
 		for _, t := range reply.Text {
 			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "text_delta", "text": t}})
+		}
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+	}
+	for _, b := range reply.Blocks {
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": "", "citations": []any{}}})
+		cites := func() {
+			for _, c := range b.Cites {
+				send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "citations_delta", "citation": map[string]any{
+					"type": "search_result_location", "source": c.Source, "title": c.Title, "cited_text": c.CitedText,
+					"search_result_index": c.SearchResultIndex, "start_block_index": 0, "end_block_index": 1}}})
+			}
+		}
+		if !b.CitesLast {
+			cites()
+		}
+		for _, t := range b.Text {
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "text_delta", "text": t}})
+		}
+		if b.CitesLast {
+			cites()
 		}
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 		index++

@@ -1,0 +1,155 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/osc-assistant/assistant/tests/golden"
+)
+
+// Provider events for the marker tests: text of block i, a citation of block i, block i's end.
+func txt(i int, s string) Event    { return Event{Kind: TextDelta, Index: i, Text: s} }
+func cite(i int, src string) Event { return Event{Kind: CitationDelta, Index: i, Cite: citedOf(src)} }
+func bend(i int) Event             { return Event{Kind: BlockEnd, Index: i} }
+
+var done = Event{Kind: Done, StopReason: "end_turn"}
+
+// citedOf is a citation of source src with a title and cited text made from it.
+func citedOf(src string) *Cited {
+	if src == "" {
+		return &Cited{Title: "No source", CitedText: "Text of no source."}
+	}
+	return &Cited{Source: "https://example.org/" + src, Title: "Title " + src, CitedText: "Text of " + src + "."}
+}
+
+// TestMarkers: the marker state machine of knowledge.md §5.3, one case per rule. Each case is
+// the provider events of one or more model calls of a reply; the golden file
+// (testdata/citations/<case>.golden) holds the reader's events as the wire has them, then each
+// call's done.content and the text blocks the history keeps, and the reply's citations.
+func TestMarkers(t *testing.T) {
+	cases := []struct {
+		name  string
+		calls [][]Event
+	}{
+		{"spec example", [][]Event{{cite(0, "quickstart"), txt(0, "Tags go in "), txt(0, "events.tsv."), bend(0), txt(1, " More context after the citation."), bend(1), done}}},
+		{"citation after its text", [][]Event{{txt(0, "Tags go in events.tsv."), cite(0, "a"), bend(0), txt(1, " More."), bend(1), done}}},
+		{"no citations", [][]Event{{txt(0, "Just "), txt(0, "text."), bend(0), done}}},
+		{"a source cited twice", [][]Event{{cite(0, "a"), txt(0, "One."), bend(0), cite(1, "a"), txt(1, " Two."), bend(1), done}}},
+		{"two sources in one block, one repeated", [][]Event{{cite(0, "a"), cite(0, "b"), cite(0, "a"), txt(0, "Both say so."), bend(0), done}}},
+		{"empty source", [][]Event{{cite(0, ""), txt(0, "Unsourced."), bend(0), cite(1, "a"), cite(1, ""), txt(1, " Sourced."), bend(1), done}}},
+		{"mid-sentence block moved to the sentence end", [][]Event{{txt(0, "Annotations go in "), cite(1, "a"), txt(1, "events"), bend(1), txt(2, ".tsv files, always. Then more."), bend(2), done}}},
+		{"mid-sentence block moved to the line end", [][]Event{{cite(0, "a"), txt(0, "- item one"), bend(0), txt(1, "\n- item two"), bend(1), done}}},
+		{"block ending a line", [][]Event{{cite(0, "a"), txt(0, "- item one\n"), bend(0), txt(1, "- item two"), bend(1), done}}},
+		{"spaces before a marker", [][]Event{{cite(0, "a"), txt(0, "Fact one. "), bend(0), txt(1, "Fact two."), bend(1), done}}},
+		{"mid-sentence at the end of the text", [][]Event{{txt(0, "It has "), cite(1, "a"), txt(1, "tags  "), bend(1), done}}},
+		{"groups meeting at one place merge", [][]Event{{cite(0, "a"), txt(0, "HED is"), bend(0), cite(1, "b"), cite(1, "a"), txt(1, " a schema"), bend(1), txt(2, ". More."), bend(2), done}}},
+		{"citation before its text is held", [][]Event{{cite(0, "a"), bend(0), cite(1, "b"), txt(1, "Cited text."), bend(1), done}}},
+		{"held citation at the end of the call", [][]Event{{txt(0, "Some text."), bend(0), cite(1, "a"), bend(1), done}}},
+		{"held citation with no text at all", [][]Event{{cite(0, "a"), bend(0), done}}},
+		{"blocks without ends", [][]Event{{cite(0, "a"), txt(0, "One."), cite(1, "b"), txt(1, " Two."), done}}},
+		{"a tool call completes the block", [][]Event{{cite(0, "a"), txt(0, "Let me check."), {Kind: ToolCall, Call: &Call{ID: "c1", Name: "t"}}, {Kind: Done, StopReason: "tool_use"}}}},
+		{"markers across model calls", [][]Event{
+			{cite(0, "a"), txt(0, "First call."), bend(0), {Kind: ToolCall, Call: &Call{ID: "c1", Name: "t"}}, {Kind: Done, StopReason: "tool_use"}},
+			{cite(0, "b"), txt(0, "Second call."), bend(0), cite(1, "a"), txt(1, " Again the first."), bend(1), done},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			var rc replyCites
+			for i, call := range tc.calls {
+				ct := newCallText(slog.New(slog.DiscardHandler))
+				fmt.Fprintf(&out, "# model call %d\n", i+1)
+				for _, ev := range call {
+					for _, se := range ct.handle(ev, &rc) {
+						b, err := json.Marshal(se)
+						if err != nil {
+							t.Fatal(err)
+						}
+						fmt.Fprintf(&out, "data: %s\n", b)
+					}
+				}
+				content, _ := json.Marshal(ct.String())
+				blocks, _ := json.Marshal(ct.blocks())
+				fmt.Fprintf(&out, "done.content: %s\nhistory: %s\n", content, blocks)
+				if got := blocksText(ct.blocks()); got != ct.String() {
+					t.Errorf("the history's text %q is not done.content %q", got, ct.String())
+				}
+			}
+			cites, _ := json.Marshal(rc.list)
+			fmt.Fprintf(&out, "done.citations: %s\n", cites)
+			golden.Check(t, "testdata/citations/"+slug(tc.name)+".golden", out.Bytes())
+		})
+	}
+}
+
+// slug is a test case's name as a file name.
+func slug(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// TestMarkerPlace: where a marker group written at a block's end goes (knowledge.md §5.3).
+func TestMarkerPlace(t *testing.T) {
+	cases := []struct {
+		text string // "|" marks where the block ended
+		want string // "|" marks where the group goes
+	}{
+		{"Fact.| More.", "Fact.| More."},
+		{"Fact. | More.", "Fact.|  More."},
+		{"Fact!|", "Fact!|"},
+		{"Is it?|\nYes.", "Is it?|\nYes."},
+		{"Fact|.tsv ends. More.", "Fact.tsv ends.| More."},
+		{"v1|.2 is out", "v1.2 is out|"},
+		{"line one|\nline two.", "line one|\nline two."},
+		{"line one\n|line two.", "line one|\nline two."},
+		{"line one  \n\n|Line two.", "line one|  \n\nLine two."},
+		{"no end|  ", "no end|  "},
+		{"no end  |", "no end|  "},
+		{"e.g.| this", "e.g.| this"},
+		{"|Start.", "Start.|"},
+	}
+	for _, tc := range cases {
+		p := bytes.IndexByte([]byte(tc.text), '|')
+		text := tc.text[:p] + tc.text[p+1:]
+		q := markerPlace(text, p)
+		if got := text[:q] + "|" + text[q:]; got != tc.want {
+			t.Errorf("markerPlace(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
+// TestReplyCitations: a resumed reply's citations are read back from the history after its
+// reader's message, so numbering continues; an earlier reply's are not.
+func TestReplyCitations(t *testing.T) {
+	a, b, c := *citedOf("a"), *citedOf("b"), *citedOf("c")
+	a.Marker, b.Marker, c.Marker = 1, 2, 1
+	history := []Message{
+		{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "first question"}}},
+		{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: "Old.[1]", Citations: []Cited{c}}}},
+		{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "second question"}}},
+		{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: "A.[1]", Citations: []Cited{a}}, {Type: BlockToolUse, ToolUseID: "t1", Name: "x"}}},
+		{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "t1"}}},
+		{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: "B and A.[2][1]", Citations: []Cited{b, a}}, {Type: BlockToolUse, ToolUseID: "t2", Name: "x"}}},
+		{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "t2"}}},
+	}
+	rc := replyCitations(history)
+	want := Citations{{Marker: 1, Source: a.Source, Title: a.Title, CitedText: a.CitedText}, {Marker: 2, Source: b.Source, Title: b.Title, CitedText: b.CitedText}}
+	if fmt.Sprint(rc.list) != fmt.Sprint(want) {
+		t.Errorf("replyCitations = %+v, want %+v", rc.list, want)
+	}
+	if m, isNew := rc.marker(*citedOf("d")); m != 3 || !isNew {
+		t.Errorf("the next source got marker %d (new %v), want 3", m, isNew)
+	}
+	if rc := replyCitations(history[:3]); len(rc.list) != 0 {
+		t.Errorf("a new reply starts with %+v", rc.list)
+	}
+}
