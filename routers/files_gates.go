@@ -5,12 +5,12 @@ import (
 	"net/url"
 	"runtime"
 	"sync"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/store"
 )
 
 // FileSettings bound the upload and export routes for the whole process (Settings.Files); a
@@ -127,10 +127,8 @@ func sessionParam(c echo.Context) (string, bool) {
 	if !ok || sid == "" || !utf8.ValidString(sid) || utf8.RuneCountInString(sid) > int(limits.MaxSessionIDChars) {
 		return "", false
 	}
-	for _, r := range sid {
-		if unicode.IsControl(r) {
-			return "", false
-		}
+	if store.HasControl(sid) {
+		return "", false
 	}
 	return sid, true
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/store"
 	"github.com/osc-assistant/assistant/toolresults"
 )
 
@@ -56,6 +57,9 @@ func decodeChat(c echo.Context) (*chatRequest, error) {
 	r.message = v.str("message", true, 1, 0)
 	if id := v.optStr("session_id", int(limits.MaxSessionIDChars)); id != nil {
 		r.sessionID = *id
+		if store.HasControl(*id) {
+			v.fail("string_pattern_mismatch", "session_id", toolresults.MsgControlInID, *id, nil)
+		}
 	}
 	if b := v.optBool("stream"); b != nil {
 		r.stream = *b

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/osc-assistant/assistant/limits"
@@ -364,4 +365,16 @@ func validCost(usd float64) error {
 		return fmt.Errorf("store: cost must be a finite amount of at least 0 USD, got %v", usd)
 	}
 	return nil
+}
+
+// HasControl reports whether a session id holds a control character (C0, DEL or C1: CR, LF,
+// NUL, …): such an id is refused wherever it comes from (a path, a chat or resume body), since
+// it would end up in log lines and headers.
+func HasControl(id string) bool {
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
 }

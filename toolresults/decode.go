@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/store"
 	"github.com/osc-assistant/assistant/strictjson"
 )
 
@@ -31,6 +32,10 @@ const (
 	msgDuplicate     = "duplicate key: a JSON object must not repeat a key"
 	msgURLScheme     = "url must start with http:// or https://"
 )
+
+// MsgControlInID is the 422 message of a session_id holding a control character (ours: the
+// reference takes any string; an id lands in log lines and headers).
+const MsgControlInID = "String should not contain control characters (a session id is text such as a UUID)"
 
 // statuses are the accepted values of status, in the order pydantic's Literal lists them.
 var statuses = []string{StatusOK, StatusError, StatusDenied, StatusTimeout, StatusCancelled, StatusOOM}
@@ -429,7 +434,10 @@ func (c *checker) resume(n *node, at path) *ResumeRequest {
 	if v := vals[0]; v == nil {
 		c.missing(at.with("session_id"), n)
 	} else {
-		req.SessionID, _ = c.str(v, at.with("session_id"), 1, int(limits.MaxSessionIDChars))
+		var ok bool
+		if req.SessionID, ok = c.str(v, at.with("session_id"), 1, int(limits.MaxSessionIDChars)); ok && store.HasControl(req.SessionID) {
+			c.add("string_pattern_mismatch", at.with("session_id"), MsgControlInID, echo(v), nil)
+		}
 	}
 	if v := vals[1]; v == nil {
 		c.missing(at.with("result"), n)
