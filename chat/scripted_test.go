@@ -3,7 +3,12 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
+
+	"github.com/osc-assistant/assistant/tests/golden"
 )
 
 // TestScriptedReadsFencedCode: the offline model finds the code of a fenced block whether it
@@ -60,6 +65,114 @@ func TestScriptedReadsFencedCode(t *testing.T) {
 			if err := json.Unmarshal(calls[0].Input, &in); err != nil || in.Code != tc.wantCode {
 				t.Errorf("code = %q (%v), want %q", in.Code, err, tc.wantCode)
 			}
+		})
+	}
+}
+
+// TestScriptedSearchesDocs: given a question without code and a bound search_{id}_docs, the
+// offline model calls it with the question as the query; without it, or with code, it keeps
+// its other answers.
+func TestScriptedSearchesDocs(t *testing.T) {
+	docs := []Tool{{Name: "retrieve_hed_docs"}, {Name: "search_hed_code_docs"}, {Name: "search_hed_docs"}, {Name: "execute_code"}}
+	long := strings.Repeat("é", 1500)
+	cases := []struct {
+		name, message string
+		tools         []Tool
+		wantTool      string // "" wants no tool call
+		wantQuery     string
+	}{
+		{"a question", "  What is HED?\n", docs, "search_hed_docs", "What is HED?"},
+		{"a long question is clipped to what the tool takes", long, docs, "search_hed_docs", long[:2*maxQueryChars]},
+		{"code runs instead", "```python print(1) ```", docs, "execute_code", ""},
+		{"no search tool", "What is HED?", []Tool{{Name: "search_hed_code_docs_x"}}, "", ""},
+		{"only spaces", " \n ", docs, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := Request{Tools: tc.tools, Messages: []Message{{Role: RoleUser, Content: []Block{{Type: BlockText, Text: tc.message}}}}}
+			var text string
+			var calls []Call
+			if err := (Scripted{}).Stream(context.Background(), req, func(ev Event) error {
+				switch ev.Kind {
+				case TextDelta:
+					text += ev.Text
+				case ToolCall:
+					calls = append(calls, *ev.Call)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantTool == "" {
+				if len(calls) != 0 || text != ScriptedIntro {
+					t.Errorf("calls %+v, text %q; want the intro", calls, text)
+				}
+				return
+			}
+			if len(calls) != 1 || calls[0].Name != tc.wantTool {
+				t.Fatalf("calls %+v, want one of %s", calls, tc.wantTool)
+			}
+			if tc.wantQuery == "" {
+				return
+			}
+			var in struct{ Query string }
+			if err := json.Unmarshal(calls[0].Input, &in); err != nil || in.Query != tc.wantQuery {
+				t.Errorf("query %q (%v), want %q", in.Query, err, tc.wantQuery)
+			}
+			if args, problems := checkSearchArgs(calls[0].Input); problems != nil {
+				t.Errorf("the tool refuses the call: %v (%s)", problems, args)
+			}
+		})
+	}
+}
+
+// TestScriptedQuotesPassages: the offline model answers a documentation search with the first
+// three passages quoted and cited natively; through the turn's marker state machine that
+// gives the reader the markers, citation events and citations a real model's citations give
+// (testdata/scripted/<case>.golden). A result without passages gets an answer saying so.
+func TestScriptedQuotesPassages(t *testing.T) {
+	sr := func(src, title, text string) Block {
+		return Block{Type: BlockSearchResult, Source: src, Title: title, Content: []Block{{Type: BlockText, Text: text}}}
+	}
+	cases := []struct {
+		name    string
+		content []Block
+	}{
+		{"passages", []Block{
+			{Type: BlockText, Text: "Knowledge tool result."},
+			sr("https://www.hedtags.org/intro#what-is-hed", "HED introduction > What is HED", "# What is HED\n\nHED (Hierarchical Event Descriptors) is a system for annotating events. It uses a vocabulary of tags. A third sentence is not quoted."),
+			sr("https://www.hedtags.org/quickstart#where", "HED quickstart >\n Where tags go", "| col | tag |\n|---|---|\nAnnotations go in events.tsv or a JSON sidecar"),
+			sr("https://www.hedtags.org/intro#what-is-hed", "HED introduction > What is HED", "HED tags come from a schema!"),
+			sr("https://www.hedtags.org/schema", "HED schema", "A fourth result is not quoted."),
+		}},
+		{"no passages", []Block{{Type: BlockText, Text: "Knowledge tool result.\n\nNo documentation section matches."}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := Request{Tools: []Tool{{Name: "search_hed_docs"}}, Messages: []Message{
+				{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "What is HED?"}}},
+				{Role: RoleAssistant, Content: []Block{{Type: BlockToolUse, ToolUseID: "toolu_s", Name: "search_hed_docs", Input: json.RawMessage(`{"query":"What is HED?"}`)}}},
+				{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "toolu_s", Content: tc.content}}},
+			}}
+			var out strings.Builder
+			var rc replyCites
+			ct := newCallText(slog.New(slog.DiscardHandler))
+			if err := (Scripted{}).Stream(context.Background(), req, func(ev Event) error {
+				for _, se := range ct.handle(ev, &rc) {
+					b, _ := json.Marshal(se)
+					fmt.Fprintf(&out, "data: %s\n", b)
+				}
+				if ev.Kind == ToolCall {
+					t.Errorf("a tool call after the search: %+v", ev.Call)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			content, _ := json.Marshal(ct.String())
+			cites, _ := json.Marshal(rc.list)
+			fmt.Fprintf(&out, "done.content: %s\ndone.citations: %s\n", content, cites)
+			golden.Check(t, "testdata/scripted/"+slug(tc.name)+".golden", []byte(out.String()))
 		})
 	}
 }
