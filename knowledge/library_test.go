@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +34,10 @@ type site struct {
 	handlers    map[string]http.HandlerFunc
 	requests    atomic.Int64
 	notModified atomic.Int64
-	hosts       []string
+	// foreign counts requests for a host the site does not play: what only a broken
+	// guard lets through.
+	foreign atomic.Int64
+	hosts   []string
 }
 
 func newSite(t *testing.T) *site {
@@ -71,6 +75,11 @@ func (s *site) handle(rawURL string, h http.HandlerFunc) {
 
 func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
+	if h, _, _ := strings.Cut(r.Host, ":"); !slices.Contains(s.hosts, h) {
+		s.foreign.Add(1)
+		http.Error(w, "no such site", http.StatusForbidden)
+		return
+	}
 	k := r.Host + r.URL.Path
 	s.mu.Lock()
 	p, ok := s.pages[k]
@@ -314,6 +323,9 @@ func TestRefusals(t *testing.T) {
 			}
 		}
 	}
+	if n := s.foreign.Load(); n != 0 {
+		t.Errorf("%d requests reached an address the guard should have refused", n)
+	}
 	if n := written.Load(); n >= 20<<20 {
 		t.Errorf("the server wrote the whole 20 MB page (%d bytes): the body was not cut off", n)
 	}
@@ -475,5 +487,61 @@ func TestFetchPage(t *testing.T) {
 	p, err = l.FetchPage(t.Context(), "https://www.example.org/long.html")
 	if err != nil || !strings.HasSuffix(p.Content, PageTruncatedSuffix) || len([]rune(p.Content)) != MaxPageChars+len(PageTruncatedSuffix) {
 		t.Errorf("long page: %v, %d characters", err, len([]rune(p.Content)))
+	}
+}
+
+// TestGenerationPerCommunity: a change in one community's documents moves its generation
+// only.
+func TestGenerationPerCommunity(t *testing.T) {
+	s := newSite(t)
+	l := newLibrary(t, t.TempDir(), s.resolve())
+	other := []Doc{{Title: "Governance", URL: testDocs[4].url, Type: "markdown"}}
+	l.Apply([]Community{{ID: "eaf", Name: "EAF", Docs: eafDocs()}, {ID: "other", Name: "Other", Docs: other}})
+	ready(t, l, "eaf")
+	before := ready(t, l, "other").Generation
+	s.set(testDocs[3].url, page{"# Changed\n\ntext\n", "text/plain", `"guide-2"`})
+	if err := l.Refresh(t.Context(), "eaf"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Refresh(t.Context(), "other"); err != nil {
+		t.Fatal(err)
+	}
+	if after := l.Snapshot("other").Generation; after != before {
+		t.Errorf("the other community's generation moved from %d to %d", before, after)
+	}
+}
+
+// TestRemovedDocuments: the rows of a document no longer configured are deleted; a
+// community no longer given is no longer served.
+func TestRemovedDocuments(t *testing.T) {
+	s := newSite(t)
+	l := newLibrary(t, t.TempDir(), s.resolve())
+	l.Apply([]Community{{ID: "eaf", Name: "EAF", Docs: eafDocs()}})
+	ready(t, l, "eaf")
+	if secs, _ := l.Search(t.Context(), "eaf", "steering committee elections", 3); len(secs) == 0 || secs[0].DocURL != testDocs[4].url {
+		t.Fatalf("governance not found before: %+v", secs)
+	}
+	docs := eafDocs()
+	docs = append(docs[:4], docs[5:]...) // without governance
+	l.Apply([]Community{{ID: "eaf", Name: "EAF", Docs: docs}})
+	ready(t, l, "eaf")
+	secs, err := l.Search(t.Context(), "eaf", "steering committee elections", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secs {
+		if s.DocURL == testDocs[4].url {
+			t.Errorf("a removed document is still found: %+v", s)
+		}
+	}
+	if len(l.Snapshot("eaf").Docs) != 5 {
+		t.Errorf("%d documents after the reload", len(l.Snapshot("eaf").Docs))
+	}
+	l.Apply(nil)
+	if l.Snapshot("eaf") != nil {
+		t.Error("a community no longer given is still served")
+	}
+	if err := l.Apply([]Community{{ID: "../x"}}); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("an invalid id: %v", err)
 	}
 }

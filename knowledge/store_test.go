@@ -46,7 +46,7 @@ func TestReferenceFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = st.read(t.Context(), "ref", func(ctx context.Context, db *sql.DB) error {
-		var title, branch string
+		var title string
 		if err := db.QueryRowContext(ctx, `SELECT title FROM github_items`).Scan(&title); err != nil || title != "old" {
 			t.Errorf("reference row: %q %v", title, err)
 		}
@@ -58,7 +58,6 @@ func TestReferenceFile(t *testing.T) {
 				t.Errorf("%s: %v", q, err)
 			}
 		}
-		_ = branch
 		for _, table := range []string{"citation_counts_reference", "citation_counts", "doc_sections_fts", "sync_metadata"} {
 			if ok, err := hasTable(ctx, db, table); !ok || err != nil {
 				t.Errorf("table %s missing (%v)", table, err)
