@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -164,5 +165,12 @@ func TestMatchQuery(t *testing.T) {
 	m, _, _ := MatchQuery(many)
 	if n := strings.Count(m, " OR ") + 1; n != maxTerms {
 		t.Errorf("%d terms, want %d", n, maxTerms)
+	}
+}
+
+func TestLongQueryBounded(t *testing.T) {
+	q := strings.Repeat("word ", 100000) + "needle"
+	if terms := Terms(q); len(terms) > maxQueryBytes/2 || slices.Contains(terms, "needle") {
+		t.Errorf("%d terms from a 500 KB query; the end was read: %v", len(terms), slices.Contains(terms, "needle"))
 	}
 }

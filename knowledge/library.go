@@ -110,6 +110,9 @@ type Snapshot struct {
 	Docs []DocState
 	// LastRefresh is when the last round of fetches ended (zero before the first).
 	LastRefresh time.Time
+	// Fetches and FetchFailures count the community's document fetches (and source_path
+	// reads) since it was applied, for metrics; a 304 is a fetch.
+	Fetches, FetchFailures uint64
 }
 
 // Doc returns the state of the document whose url or source_url is exactly u.
@@ -180,6 +183,8 @@ type community struct {
 	states map[string]*DocState // by Doc.key
 	snap   atomic.Pointer[Snapshot]
 	last   time.Time
+	// fetches and failures count outcomes (under mu).
+	fetches, failures uint64
 	locks  map[string]*sync.Mutex // one fetch of a document at a time
 }
 
@@ -467,6 +472,10 @@ func (l *Library) fetchLocked(ctx context.Context, c *community, d Doc) {
 func (l *Library) saveState(c *community, s *DocState) {
 	c.mu.Lock()
 	c.states[s.key()] = s
+	c.fetches++
+	if s.LastError != "" {
+		c.failures++
+	}
 	c.mu.Unlock()
 	if s.SourcePath == "" {
 		if err := l.writeCache(c.cfg.ID, s); err != nil {
@@ -480,7 +489,8 @@ func (l *Library) saveState(c *community, s *DocState) {
 func (l *Library) publishSnapshot(c *community) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	snap := &Snapshot{ID: c.cfg.ID, Name: c.cfg.Name, Generation: l.gen.Load(), LastRefresh: c.last}
+	snap := &Snapshot{ID: c.cfg.ID, Name: c.cfg.Name, Generation: l.gen.Load(), LastRefresh: c.last,
+		Fetches: c.fetches, FetchFailures: c.failures}
 	for _, d := range c.cfg.Docs {
 		if s := c.states[d.key()]; s != nil {
 			st := *s

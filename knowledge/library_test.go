@@ -190,6 +190,9 @@ func TestFetchCacheIndex(t *testing.T) {
 		}
 	}
 	after := ready(t, l2, "eaf")
+	if after.FetchFailures != uint64(len(testDocs)) {
+		t.Errorf("%d failures counted with the site down, want %d", after.FetchFailures, len(testDocs))
+	}
 	for _, d := range after.Docs {
 		if !d.HasContent || !strings.HasPrefix(d.LastError, "Request failed: ") {
 			t.Errorf("%s with the site down: content %v, error %q", d.URL, d.HasContent, d.LastError)
@@ -220,6 +223,9 @@ func TestConditionalRequests(t *testing.T) {
 		t.Errorf("%d 304s in the second round, want %d", n, len(testDocs))
 	}
 	second := l.Snapshot("eaf")
+	if n := uint64(len(testDocs)); second.Fetches != 2*n || second.FetchFailures != 0 {
+		t.Errorf("%d fetches, %d failures; want %d, 0", second.Fetches, second.FetchFailures, 2*n)
+	}
 	if second.Generation != first.Generation {
 		t.Errorf("generation moved from %d to %d on 304s", first.Generation, second.Generation)
 	}

@@ -18,6 +18,9 @@ const (
 	MaxLimit     = 20
 	maxTerms     = 16
 	maxPhrase    = 64 // tokens in the all-terms phrase
+	// maxQueryBytes is how much of a query is read: far more than 16 terms need, and a
+	// bound on the work a long input can cause.
+	maxQueryBytes = 4096
 	// SnippetChars is how much of a section's text a search result shows (cut(text, 1500)).
 	SnippetChars = 1500
 )
@@ -38,6 +41,9 @@ var stopWords = func() map[string]bool {
 // Terms returns a query's words as the FTS tokenizer splits them: NFKC-normalised, maximal
 // runs of letters and digits, lower-cased (spec §4.2 step 1).
 func Terms(query string) []string {
+	if len(query) > maxQueryBytes {
+		query = strings.ToValidUTF8(query[:maxQueryBytes], "")
+	}
 	query = norm.NFKC.String(query)
 	var terms []string
 	var b strings.Builder

@@ -227,6 +227,9 @@ func identOf(st os.FileInfo) fileIdent {
 	return id
 }
 
+// maxReaderConns bounds the connections open on one community's published file.
+const maxReaderConns = 4
+
 // reader is one published file opened read-only. Readers that started on it finish on it;
 // the next read after a publish opens the new file, and the old one closes once its last
 // read is done.
@@ -279,6 +282,10 @@ func (s *Store) acquire(id string) (*reader, error) {
 			r.db.Close()
 		}
 	}
+	// Each connection holds its own page cache: a few are enough for concurrent searches,
+	// and more requests wait for one rather than each opening another.
+	db.SetMaxOpenConns(maxReaderConns)
+	db.SetMaxIdleConns(maxReaderConns)
 	r = &reader{db: db, ident: ident, refs: 1}
 	s.readers[id] = r
 	return r, nil
