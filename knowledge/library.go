@@ -185,7 +185,7 @@ type community struct {
 	last   time.Time
 	// fetches and failures count outcomes (under mu).
 	fetches, failures uint64
-	locks  map[string]*sync.Mutex // one fetch of a document at a time
+	locks             map[string]*sync.Mutex // one fetch of a document at a time
 }
 
 // Apply makes the Library serve exactly these communities: new ones start at once (their
