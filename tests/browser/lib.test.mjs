@@ -10,6 +10,7 @@ import { describe, test } from "node:test";
 
 import {
   AttachedFiles,
+  Citations,
   FullOutputStore,
   RESULT_KEYS,
   TEXTS,
@@ -19,13 +20,16 @@ import {
   answerFullOutput,
   artifactNameProblem,
   checkUrl,
+  citationParts,
   clip,
   clipCaptured,
   closure,
+  cutText,
   formatBytes,
   isDataFileName,
   mergeLock,
   newSessionId,
+  safeHref,
   toolResult,
   uploadsOf,
 } from "../../web/static/lib.mjs";
@@ -271,5 +275,51 @@ describe("attached files (runtime.python.uploads)", () => {
     assert.deepEqual(a.data().map((f) => [f.name, new TextDecoder().decode(f.bytes)]), [["a.csv", "x\n1\n"]]);
     a.reset();
     assert.deepEqual([a.list, a.data()], [[], []]);
+  });
+});
+
+describe("citations (knowledge.md §5): markers, sources, links", () => {
+  test("Citations keeps well-formed citations by marker, in marker order", () => {
+    const c = new Citations();
+    assert.equal(c.add({ marker: 2, source: "https://b.example/", title: "B", cited_text: "b." }), true);
+    assert.equal(c.add({ marker: 1, source: "https://a.example/x#y" }), true);
+    for (const bad of [null, {}, { marker: 0, source: "s" }, { marker: 1.5, source: "s" }, { marker: "3", source: "s" }, { marker: 3 }, { marker: 3, source: 7 }]) {
+      assert.equal(c.add(bad), false, JSON.stringify(bad));
+    }
+    c.addAll([{ marker: 3, source: "https://c.example/", title: 9 }]);
+    c.addAll("not a list");
+    assert.deepEqual(c.list(), [
+      { marker: 1, source: "https://a.example/x#y", title: "", cited_text: "" },
+      { marker: 2, source: "https://b.example/", title: "B", cited_text: "b." },
+      { marker: 3, source: "https://c.example/", title: "", cited_text: "" },
+    ]);
+  });
+
+  test("citationParts: markers of cited sources become parts, other brackets stay text", () => {
+    const c = new Citations();
+    c.add({ marker: 1, source: "https://a.example/", title: "A" });
+    c.add({ marker: 2, source: "javascript:alert(1)", title: "X" });
+    assert.deepEqual(citationParts("Fact.[1][2] A bare [3], a list [x] and [1].", c), [
+      { text: "Fact." },
+      { marker: 1, source: "https://a.example/", title: "A", href: "https://a.example/" },
+      { marker: 2, source: "javascript:alert(1)", title: "X", href: null },
+      { text: " A bare [3], a list [x] and " },
+      { marker: 1, source: "https://a.example/", title: "A", href: "https://a.example/" },
+      { text: "." },
+    ]);
+    assert.deepEqual(citationParts("no markers", c), [{ text: "no markers" }]);
+    assert.deepEqual(citationParts("", c), []);
+  });
+
+  test("safeHref: only absolute http and https addresses", () => {
+    assert.equal(safeHref("https://www.hedtags.org/docs#intro"), "https://www.hedtags.org/docs#intro");
+    assert.equal(safeHref("http://x.example"), "http://x.example/");
+    for (const bad of ["javascript:alert(1)", "data:text/html,x", "/relative", "", "vbscript:x", null, 3]) assert.equal(safeHref(bad), null, String(bad));
+  });
+
+  test("cutText cuts at characters, not UTF-16 units", () => {
+    assert.equal(cutText("abc", 3), "abc");
+    assert.equal(cutText("abcd", 3), "abc…");
+    assert.equal(cutText("😀😀😀😀", 2), "😀😀…");
   });
 });

@@ -6,6 +6,7 @@
 
 import {
   AttachedFiles,
+  Citations,
   DATA_DIR,
   FullOutputStore,
   KIB,
@@ -13,9 +14,12 @@ import {
   acceptOf,
   answerFullOutput,
   chars,
+  citationParts,
   clipCaptured,
+  cutText,
   formatBytes,
   newSessionId,
+  safeHref,
   toolResult,
   uploadsOf,
 } from "./lib.mjs";
@@ -95,13 +99,19 @@ function scrollDown() {
   window.scrollTo(0, document.body.scrollHeight);
 }
 
-// renderText writes text as paragraphs and fenced code blocks, never as HTML.
-function renderText(node, text) {
+// renderText writes text as paragraphs and fenced code blocks, never as HTML. With a reply's
+// citations, each marker of a cited source ("[2]") is a link to it (knowledge.md §5).
+function renderText(node, text, citations) {
   node.replaceChildren();
   const fence = /```[^\n`]*\n([\s\S]*?)```/g;
   let last = 0;
   const para = (s) => {
-    if (s.trim()) node.append(h("p", { text: s.replace(/^\n+|\n+$/g, "") }));
+    if (!s.trim()) return;
+    s = s.replace(/^\n+|\n+$/g, "");
+    if (!citations) return node.append(h("p", { text: s }));
+    const p = h("p");
+    for (const part of citationParts(s, citations)) p.append(part.text !== undefined ? part.text : markerLink(part));
+    node.append(p);
   };
   for (let m; (m = fence.exec(text)); ) {
     para(text.slice(last, m.index));
@@ -111,13 +121,25 @@ function renderText(node, text) {
   para(text.slice(last));
 }
 
+// markerLink is a citation marker: a link to its source, or plain text when the source cannot
+// be a link.
+function markerLink(part) {
+  const attrs = { class: "cite", "data-role": "cite", "data-marker": String(part.marker), text: `[${part.marker}]`, title: part.title || part.source };
+  if (!part.href) return h("span", attrs);
+  return h("a", { ...attrs, href: part.href, target: "_blank", rel: "noopener noreferrer" });
+}
+
 // ---------------------------------------------------------------- the reply bubble
 
 class Reply {
   constructor() {
     this.node = h("div", { class: "msg assistant", "data-role": "assistant" });
     el.messages.append(this.node);
-    this.runs = [];
+    this.runs = []; // [{node, text}], one per run of the reply (a browser run starts the next)
+    // The reply's sources, numbered across its runs, listed under it.
+    this.citations = new Citations();
+    this.sourceList = h("ol", { class: "source-list" });
+    this.sources = h("div", { class: "sources", "data-role": "sources" }, h("p", { class: "sources-title", text: "Sources" }), this.sourceList);
     this.newRun();
   }
   newRun() {
@@ -125,18 +147,45 @@ class Reply {
     this.textNode = h("div", { class: "text" });
     this.loading = h("p", { class: "note", text: "…" });
     this.node.append(this.textNode, this.loading);
-    this.runs.push(this.textNode);
+    this.runs.push({ node: this.textNode, text: "" });
+  }
+  render() {
+    this.runs.at(-1).text = this.text;
+    renderText(this.textNode, this.text, this.citations);
   }
   append(chunk) {
     this.text += chunk;
     if (this.text.trim()) this.loading.remove();
-    renderText(this.textNode, this.text);
+    this.render();
     scrollDown();
   }
   setText(text) {
     this.text = text || "";
     this.loading.remove();
-    renderText(this.textNode, this.text);
+    this.render();
+  }
+  // cite takes a citation event: a source cited for the first time, before its marker.
+  cite(ev) {
+    if (this.citations.add(ev)) this.renderSources();
+  }
+  // setCitations takes the whole reply's list (done, tool_request, a JSON answer): every run's
+  // markers are links again and the list is complete.
+  setCitations(list) {
+    this.citations.addAll(list);
+    for (const run of this.runs) renderText(run.node, run.text, this.citations);
+    this.renderSources();
+  }
+  renderSources() {
+    const items = this.citations.list().map((c) => {
+      const label = c.title || c.source || `Source ${c.marker}`;
+      const href = safeHref(c.source);
+      const li = h("li", { value: c.marker, "data-marker": String(c.marker), "data-role": "source" });
+      li.append(href ? h("a", { href, target: "_blank", rel: "noopener noreferrer", text: label }) : h("span", { text: label }));
+      if (c.cited_text) li.append(" ", h("q", { class: "cited", text: cutText(c.cited_text, 300) }));
+      return li;
+    });
+    this.sourceList.replaceChildren(...items);
+    if (items.length) this.node.append(this.sources); // stays last, under the reply
   }
   note(text) {
     this.loading.remove();
@@ -566,6 +615,7 @@ async function stream(url, body, reply) {
     if (!type.startsWith("text/event-stream")) {
       const data = await resp.json();
       if (typeof data.session_id === "string") state.sessionId = data.session_id;
+      reply.setCitations(data.citations);
       reply.setText(data.message && data.message.content);
       outcome.ended = true;
       return outcome;
@@ -615,6 +665,9 @@ function handleEvent(ev, reply, outcome) {
     case "content":
       if (typeof ev.content === "string") reply.append(ev.content);
       return;
+    case "citation":
+      reply.cite(ev);
+      return;
     case "tool_call":
       reply.note(`Using ${ev.name}…`);
       return;
@@ -628,11 +681,13 @@ function handleEvent(ev, reply, outcome) {
       return;
     case "done":
       if (typeof ev.session_id === "string") state.sessionId = ev.session_id;
+      reply.setCitations(ev.citations);
       reply.setText(ev.content);
       outcome.ended = true;
       return;
     case "tool_request":
       if (typeof ev.session_id === "string") state.sessionId = ev.session_id;
+      reply.setCitations(ev.citations);
       reply.setText(ev.content);
       outcome.toolRequest = ev;
       outcome.ended = true;

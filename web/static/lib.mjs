@@ -453,3 +453,67 @@ export class AttachedFiles {
     return this.list.filter((f) => this.held.has(f.name)).map((f) => ({ name: f.name, bytes: this.held.get(f.name).bytes }));
   }
 }
+
+// ---------------------------------------------------------------- citations (knowledge.md §5)
+
+// safeHref is url when it is an absolute http or https URL, else null: a source comes from a
+// tool's result, and only a web address may become a link.
+export function safeHref(url) {
+  if (typeof url !== "string") return null;
+  try {
+    const u = new URL(url);
+    return u.protocol === "http:" || u.protocol === "https:" ? u.href : null;
+  } catch {
+    return null;
+  }
+}
+
+// Citations keeps a reply's sources by marker, from its citation events and done.citations
+// (api.md §5): each needs an integer marker of at least 1 and a string source, as the widget
+// requires; anything else is left out.
+export class Citations {
+  constructor() {
+    this.byMarker = new Map();
+  }
+  add(c) {
+    if (!c || !Number.isInteger(c.marker) || c.marker < 1 || typeof c.source !== "string") return false;
+    const str = (v) => (typeof v === "string" ? v : "");
+    this.byMarker.set(c.marker, { marker: c.marker, source: c.source, title: str(c.title), cited_text: str(c.cited_text) });
+    return true;
+  }
+  // addAll takes a done or tool_request's list, the whole reply's.
+  addAll(list) {
+    if (Array.isArray(list)) for (const c of list) this.add(c);
+  }
+  get(marker) {
+    return this.byMarker.get(marker);
+  }
+  // list is the sources in marker order.
+  list() {
+    return [...this.byMarker.values()].sort((a, b) => a.marker - b.marker);
+  }
+}
+
+// citationParts splits text into plain runs and the markers of known sources ("[2]" whose
+// source is cited), in order: [{text}] and [{marker, source, title, href}], href null for a
+// source that cannot be a link. A bracketed number no citation names stays text.
+export function citationParts(text, citations) {
+  const out = [];
+  const re = /\[(\d{1,6})\]/g;
+  let last = 0;
+  for (let m; (m = re.exec(text)); ) {
+    const c = citations.get(Number(m[1]));
+    if (!c) continue;
+    if (m.index > last) out.push({ text: text.slice(last, m.index) });
+    out.push({ marker: c.marker, source: c.source, title: c.title, href: safeHref(c.source) });
+    last = re.lastIndex;
+  }
+  if (last < text.length) out.push({ text: text.slice(last) });
+  return out;
+}
+
+// cutText is s when it has at most n characters, else its first n and "…".
+export function cutText(s, n) {
+  const c = chars(s);
+  return c.length <= n ? s : c.slice(0, n).join("") + "…";
+}
