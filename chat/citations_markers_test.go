@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/osc-assistant/assistant/tests/golden"
 )
@@ -152,4 +155,74 @@ func TestReplyCitations(t *testing.T) {
 	if rc := replyCitations(history[:3]); len(rc.list) != 0 {
 		t.Errorf("a new reply starts with %+v", rc.list)
 	}
+}
+
+// FuzzMarkers: however a model's text is cut into blocks and whichever blocks cite, the
+// marker state machine only places markers: done.content without its marker groups is the
+// text the model wrote, the history's blocks hold exactly done.content, each group is the
+// markers of what its blocks cited, and the streamed chunks are the text and those markers.
+func FuzzMarkers(f *testing.F) {
+	f.Add("Tags go in events.tsv. More context.", []byte{10, 1, 22, 2})
+	f.Add("a\nb. c! d? e", []byte{1, 1, 3, 0, 5, 2, 7, 3})
+	f.Add("  .\n\n", []byte{0, 1, 2, 1})
+	f.Fuzz(func(t *testing.T, text string, plan []byte) {
+		if len(text) > 2000 || len(plan) > 64 {
+			return
+		}
+		// plan holds pairs: a cut in the text (a byte offset) and which sources the block
+		// ending there cites (a bit mask of four; 0 none).
+		var events []Event
+		var rc replyCites
+		ct := newCallText(slog.New(slog.DiscardHandler))
+		prev, block := 0, 0
+		var streamed strings.Builder
+		send := func(ev Event) {
+			for _, se := range ct.handle(ev, &rc) {
+				if c, ok := se.(ContentEvent); ok {
+					streamed.WriteString(c.Content)
+				}
+			}
+			events = append(events, ev)
+		}
+		for i := 0; i+1 < len(plan); i += 2 {
+			cut := min(max(int(plan[i]), prev), len(text))
+			for cut < len(text) && !utf8.RuneStart(text[cut]) {
+				cut++
+			}
+			for s := range 4 {
+				if plan[i+1]&(1<<s) != 0 {
+					send(Event{Kind: CitationDelta, Index: block, Cite: citedOf(string(rune('a' + s)))})
+				}
+			}
+			send(Event{Kind: TextDelta, Index: block, Text: text[prev:cut]})
+			send(Event{Kind: BlockEnd, Index: block})
+			prev, block = cut, block+1
+		}
+		send(Event{Kind: TextDelta, Index: block, Text: text[prev:]})
+		send(done)
+		content, blocks := ct.String(), ct.blocks()
+		if got := blocksText(blocks); got != content {
+			t.Fatalf("history %q, done.content %q", got, content)
+		}
+		var bare strings.Builder
+		for _, b := range blocks {
+			var group strings.Builder
+			for _, c := range b.Citations {
+				if c.Marker < 1 || c.Marker > len(rc.list) || rc.list[c.Marker-1].Source != c.Source {
+					t.Fatalf("block %q cites %+v, the reply's list is %+v", b.Text, c, rc.list)
+				}
+				group.WriteString(markerText(c.Marker))
+			}
+			if !strings.HasSuffix(b.Text, group.String()) {
+				t.Fatalf("block %q does not end with its markers %q", b.Text, group.String())
+			}
+			bare.WriteString(strings.TrimSuffix(b.Text, group.String()))
+		}
+		if bare.String() != text {
+			t.Fatalf("done.content %q without its markers is %q, the model wrote %q", content, bare.String(), text)
+		}
+		if stripped := regexp.MustCompile(`\[\d+\]`).ReplaceAllString(streamed.String(), ""); stripped != regexp.MustCompile(`\[\d+\]`).ReplaceAllString(text, "") {
+			t.Fatalf("streamed %q for %q", streamed.String(), text)
+		}
+	})
 }
