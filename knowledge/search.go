@@ -109,12 +109,18 @@ func MatchQuery(query string) (match, phrase string, ok bool) {
 // ClampLimit is limit held to 1–20 (spec §4.1).
 func ClampLimit(limit int) int { return min(max(limit, 1), MaxLimit) }
 
-const searchSQL = `SELECT s.doc_url, s.doc_title, s.anchor, s.heading_path, s.title, s.text, s.position
-FROM doc_sections_fts JOIN doc_sections s ON s.id = doc_sections_fts.rowid
-WHERE doc_sections_fts MATCH ?1
-ORDER BY (s.id IN (SELECT rowid FROM doc_sections_fts WHERE doc_sections_fts MATCH ?2)) DESC,
-	bm25(doc_sections_fts, 5.0, 1.0), s.id
-LIMIT ?3`
+// searchSQL ranks the matching rows in the FTS table alone and joins only the first limit
+// to their sections: joining every match before the sort cost half the search time.
+const searchSQL = `WITH ranked AS (
+	SELECT rowid AS id,
+		rowid IN (SELECT rowid FROM doc_sections_fts WHERE doc_sections_fts MATCH ?2) AS phrase,
+		bm25(doc_sections_fts, 5.0, 1.0) AS score
+	FROM doc_sections_fts WHERE doc_sections_fts MATCH ?1
+	ORDER BY phrase DESC, score, id
+	LIMIT ?3)
+SELECT s.doc_url, s.doc_title, s.anchor, s.heading_path, s.title, s.text, s.position
+FROM ranked JOIN doc_sections s ON s.id = ranked.id
+ORDER BY ranked.phrase DESC, ranked.score, ranked.id`
 
 // searchSections runs the §4.2 search over doc_sections of an open database.
 func searchSections(ctx context.Context, db *sql.DB, query string, limit int) ([]Section, error) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -87,5 +88,34 @@ func TestReferenceFile(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.db")); err == nil {
 		t.Error("a file was written outside the store")
+	}
+}
+
+// TestPhraseFirst: a section holding the whole phrase of the query ranks above one that bm25
+// alone would put first (its heading holds every term, weighted 5).
+func TestPhraseFirst(t *testing.T) {
+	st, err := OpenStore(t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	secs := []Section{
+		{DocURL: "u", DocTitle: "D", Anchor: "b", HeadingPath: "D > Sidecar validation", Title: "Sidecar validation", Text: "validate sidecar files; each sidecar validates", Position: 0},
+		{DocURL: "u", DocTitle: "D", Anchor: "a", HeadingPath: "D > Other", Title: "Other", Text: "Long text about many things. You can validate a sidecar with the tool. " + strings.Repeat("filler words here. ", 40), Position: 1},
+	}
+	err = st.Write(t.Context(), "p", func(ctx context.Context, tx *sql.Tx) (bool, error) {
+		return true, insertSections(ctx, tx, secs, "x", "now")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Library{store: st, log: slog.New(slog.DiscardHandler)}
+	got, err := l.Search(t.Context(), "p", "validate a sidecar", 5)
+	if err != nil || len(got) != 2 || got[0].Anchor != "a" {
+		t.Errorf("got %v %+v, want the phrase's section first", err, got)
+	}
+	got, _ = l.Search(t.Context(), "p", "sidecar validation", 5)
+	if len(got) != 2 || got[0].Anchor != "b" {
+		t.Errorf("without the phrase in the text, the heading match should rank first: %+v", got)
 	}
 }
