@@ -150,11 +150,17 @@ func (r *turn) runKnowledge(ctx context.Context, b *batch, call checkedCall, run
 	}
 	r.e.log().Debug("knowledge tool call", slog.String("community", r.t.Community.ID), slog.String("tool", call.Name),
 		slog.Duration("duration", time.Since(start)), slog.Bool("error", res.IsError))
-	text := renderKnowledge(call.Name, res)
-	if err := r.sink.Send(ToolEndEvent{Name: call.Name, Output: text, CallID: call.ID}); err != nil {
+	// Citable passages go as search_result blocks where the provider takes them (citations.go),
+	// under the same data warning; otherwise the fenced text.
+	var passages []Passage
+	if !res.IsError {
+		passages = res.Passages
+	}
+	content := r.citableContent(knowledgeHeader, passages, renderKnowledge(call.Name, res))
+	if err := r.sink.Send(ToolEndEvent{Name: call.Name, Output: toolEndOutput(content), CallID: call.ID}); err != nil {
 		return err
 	}
-	b.results = append(b.results, Block{Type: BlockToolResult, ToolUseID: call.ID, IsError: res.IsError, Content: []Block{{Type: BlockText, Text: text}}})
+	b.results = append(b.results, Block{Type: BlockToolResult, ToolUseID: call.ID, IsError: res.IsError, Content: content})
 	return nil
 }
 

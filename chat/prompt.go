@@ -17,11 +17,17 @@ Answer accurately and concisely. When you are not sure, say so rather than guess
 {page_context_section}{additional_instructions}`
 
 // promptCache holds each community's system prompt, built once per community config (a
-// reload makes new ones) and documentation generation, so every request of one gets the same
-// bytes and a provider's prompt cache holds. Only {page_context_section} is filled per request.
+// reload makes new ones), documentation generation and citation path, so every request of one
+// gets the same bytes and a provider's prompt cache holds. Only {page_context_section} is
+// filled per request.
 type promptCache struct {
 	mu sync.Mutex
-	m  map[string]*promptParts // by community id; a newer config or generation replaces it
+	m  map[promptKey]*promptParts // a newer config or generation replaces an entry
+}
+
+type promptKey struct {
+	community string
+	path      CitationPath
 }
 
 // promptCache returns the engine's prompt cache.
@@ -42,41 +48,47 @@ type promptParts struct {
 	parts []string
 }
 
-// systemPrompt returns the community's system prompt for a request from page (api.md §8,
-// knowledge.md §3.4).
-func (e *Engine) systemPrompt(c *config.Community, page *PageContext) string {
+// systemPrompt returns the community's system prompt for a request from page to a provider
+// on citation path (api.md §8, knowledge.md §3.4).
+func (e *Engine) systemPrompt(c *config.Community, page *PageContext, path CitationPath) string {
 	var docs KnowledgeDocs
 	if e.Knowledge != nil {
 		docs, _ = e.Knowledge.Docs(c.ID)
 	}
-	parts := e.promptCache().get(c, docs)
+	parts := e.promptCache().get(c, docs, path)
 	if len(parts) == 1 {
 		return parts[0]
 	}
 	return strings.Join(parts, pageSection(c, page))
 }
 
-func (pc *promptCache) get(c *config.Community, docs KnowledgeDocs) []string {
+func (pc *promptCache) get(c *config.Community, docs KnowledgeDocs, path CitationPath) []string {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if p := pc.m[c.ID]; p != nil && p.c == c && p.gen == docs.Generation {
+	k := promptKey{c.ID, path}
+	if p := pc.m[k]; p != nil && p.c == c && p.gen == docs.Generation {
 		return p.parts
 	}
-	p := &promptParts{c: c, gen: docs.Generation, parts: promptTemplate(c, docs)}
+	p := &promptParts{c: c, gen: docs.Generation, parts: promptTemplate(c, docs, CitationSection(path))}
 	if pc.m == nil {
-		pc.m = map[string]*promptParts{}
+		pc.m = map[promptKey]*promptParts{}
 	}
-	pc.m[c.ID] = p
+	pc.m[k] = p
 	return p.parts
 }
 
 // promptTemplate fills the community's system_prompt (or the default) with its placeholders,
 // in one pass: the values are not scanned again, so a document holding "{name}" stays as it is.
-// The result is cut at {page_context_section}, which each request fills.
-func promptTemplate(c *config.Community, docs KnowledgeDocs) []string {
+// The result is cut at {page_context_section}, which each request fills. citations is the
+// citation section of the request's provider path, {additional_instructions}; a template
+// without that placeholder gets it at its end (knowledge.md §3.4).
+func promptTemplate(c *config.Community, docs KnowledgeDocs, citations string) []string {
 	tmpl := defaultSystemPrompt
 	if c.SystemPrompt != nil && strings.TrimSpace(*c.SystemPrompt) != "" {
 		tmpl = *c.SystemPrompt
+	}
+	if citations != "" && !strings.Contains(tmpl, "{additional_instructions}") {
+		tmpl += "\n\n{additional_instructions}"
 	}
 	var repos []string
 	if c.GitHub != nil {
@@ -93,7 +105,7 @@ func promptTemplate(c *config.Community, docs KnowledgeDocs) []string {
 		"{paper_dois}", bullets(dois),
 		"{preloaded_docs_section}", docs.Preloaded,
 		"{available_docs_section}", docs.Available,
-		"{additional_instructions}", "",
+		"{additional_instructions}", citations,
 	)
 	parts := strings.Split(tmpl, "{page_context_section}")
 	for i := range parts {

@@ -47,26 +47,51 @@ func TestSystemPromptPlaceholders(t *testing.T) {
 		Citations: &config.Citations{DOIs: []string{"10.1/a"}}}
 	k := &docsOnly{docs: KnowledgeDocs{Preloaded: "## Preloaded Documents {available_docs_section}", Available: "## Available Documents", Generation: 1}}
 	e := &Engine{Knowledge: k}
-	got := e.systemPrompt(c, &PageContext{URL: "https://hedtags.org/x"})
+	got := e.systemPrompt(c, &PageContext{URL: "https://hedtags.org/x"}, CiteNative)
 	want := "HED|d {name}|- `hed-standard/hed-python`\n- `hed-standard/hed-schemas`|- `10.1/a`|## Preloaded Documents {available_docs_section}|## Available Documents|" +
 		pageSection(c, &PageContext{URL: "https://hedtags.org/x"}) + "||{unknown}|{HED}"
 	if got != want {
 		t.Errorf("prompt:\n%q\nwant:\n%q", got, want)
 	}
-	if again := e.systemPrompt(c, &PageContext{URL: "https://hedtags.org/x"}); again != got {
+	if again := e.systemPrompt(c, &PageContext{URL: "https://hedtags.org/x"}, CiteNative); again != got {
 		t.Error("the same request got another prompt")
 	}
-	first := e.promptCache().m["hed"]
-	e.systemPrompt(c, nil)
-	if e.promptCache().m["hed"] != first {
+	first := e.promptCache().m[promptKey{"hed", CiteNative}]
+	e.systemPrompt(c, nil, CiteNative)
+	if e.promptCache().m[promptKey{"hed", CiteNative}] != first {
 		t.Error("the prompt was built again for the same generation")
 	}
 	k.docs = KnowledgeDocs{Preloaded: "new", Generation: 2}
-	if got := e.systemPrompt(c, nil); !strings.Contains(got, "|new|") || e.promptCache().m["hed"] == first {
+	if got := e.systemPrompt(c, nil, CiteNative); !strings.Contains(got, "|new|") || e.promptCache().m[promptKey{"hed", CiteNative}] == first {
 		t.Errorf("a new generation did not rebuild the prompt: %q", got)
 	}
 	plain := &config.Community{ID: "x", Name: "X"}
-	if got := (&Engine{}).systemPrompt(plain, nil); strings.Contains(got, "{") {
+	if got := (&Engine{}).systemPrompt(plain, nil, CitePlain); strings.Contains(got, "{") {
 		t.Errorf("the default prompt left a placeholder: %q", got)
+	}
+}
+
+// TestSystemPromptCitationSection: {additional_instructions} is the one citation section of
+// the request's provider path (none on the native path), and a template without the
+// placeholder gets it at its end; each path has its own cached prompt.
+func TestSystemPromptCitationSection(t *testing.T) {
+	with, without := "A {additional_instructions} B", "No placeholder."
+	e := &Engine{}
+	for _, tc := range []struct {
+		tmpl string
+		path CitationPath
+		want string
+	}{
+		{with, CiteNative, "A  B"},
+		{with, CiteTagged, "A " + CitationSection(CiteTagged) + " B"},
+		{with, CitePlain, "A " + CitationSection(CitePlain) + " B"},
+		{without, CiteNative, "No placeholder."},
+		{without, CiteTagged, "No placeholder.\n\n" + CitationSection(CiteTagged)},
+	} {
+		tmpl := tc.tmpl
+		c := &config.Community{ID: "c" + strings.ReplaceAll(tc.tmpl, " ", ""), Name: "C", SystemPrompt: &tmpl}
+		if got := e.systemPrompt(c, nil, tc.path); got != tc.want {
+			t.Errorf("%q on %s: %q, want %q", tc.tmpl, tc.path, got, tc.want)
+		}
 	}
 }

@@ -76,7 +76,7 @@ func (r *turn) loop(ctx context.Context) error {
 	r.tools = bindTools(r.t, r.e.Runner != nil, r.e.serverNote())
 	r.bindKnowledge()
 	r.bindMCP()
-	r.system = r.e.systemPrompt(r.t.Community, r.t.Page)
+	r.system = r.e.systemPrompt(r.t.Community, r.t.Page, CitationPathOf(r.route.Provider))
 	r.cites = replyCitations(r.history)
 	for step := range maxStepsPerRun {
 		if ended, err := r.step(ctx, step == 0); ended {
