@@ -3,8 +3,8 @@ package config
 import "strings"
 
 // unusedSections names the reference's knowledge-sync sections a community sets: this backend
-// accepts and validates them, so a reference config loads unchanged, but does not use them
-// (its knowledge tools come from MCP servers).
+// accepts and validates them, so a reference config loads unchanged, but does not use them yet
+// (documentation is used: the knowledge store; the synced sources are not).
 func unusedSections(file string, c *Community) []Notice {
 	var names []string
 	add := func(set bool, name string) {
@@ -12,7 +12,6 @@ func unusedSections(file string, c *Community) []Notice {
 			names = append(names, name)
 		}
 	}
-	add(len(c.Documentation) > 0, "documentation")
 	add(c.GitHub != nil, "github")
 	add(c.Citations != nil, "citations")
 	add(len(c.Discourse) > 0, "discourse")
@@ -26,5 +25,5 @@ func unusedSections(file string, c *Community) []Notice {
 	if len(names) == 0 {
 		return nil
 	}
-	return []Notice{{File: file, Msg: "accepted, not used by this backend (knowledge tools come from MCP servers here): " + strings.Join(names, ", ")}}
+	return []Notice{{File: file, Msg: "accepted, not used by this backend yet: " + strings.Join(names, ", ")}}
 }

@@ -72,7 +72,9 @@ func serve(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	// Each process gets its own data directory (the knowledge store), never the user's,
+	// unless the test names one.
+	cmd.Env = append(append(os.Environ(), "ASSISTANT_DATA_DIR="+t.TempDir()), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

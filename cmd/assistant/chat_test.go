@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sseEvents reads a whole SSE response the way the widget does: one `data: {json}` line per
@@ -121,10 +123,13 @@ func TestScriptedRoundTrip(t *testing.T) {
 	}
 }
 
+// TestScriptedPlainAnswer: a question without code gets the offline model's answer from the
+// community's documentation: it searches, then writes in several content events.
 func TestScriptedPlainAnswer(t *testing.T) {
 	ts := startServer(t)
 	_, evs := ts.chat(t, "bids", map[string]any{"message": "What is BIDS?"})
-	if got := compactKinds(evs); got != "session content+ done" {
+	if got := compactKinds(evs); !strings.HasPrefix(got, "session tool_call tool_start tool_end content+") || !strings.HasSuffix(got, " done") ||
+		evs[2]["name"] != "search_bids_docs" {
 		t.Fatalf("events %q", got)
 	}
 	n := 0
@@ -136,31 +141,61 @@ func TestScriptedPlainAnswer(t *testing.T) {
 	if n < 2 {
 		t.Errorf("text came in %d content events, want several", n)
 	}
-	if c := evs[len(evs)-1]["content"].(string); !strings.Contains(c, "offline demo model") {
+	if c := evs[len(evs)-1]["content"].(string); !strings.Contains(c, "offline demo model") && !strings.Contains(c, "searched the documentation") {
 		t.Errorf("content %q", c)
 	}
 	// Without declared tools a python block is not run.
 	_, evs = ts.chat(t, "nemar", map[string]any{"message": "```python\nprint(1)\n```"})
-	if got := compactKinds(evs); got != "session content+ done" {
+	if got := compactKinds(evs); strings.Contains(got, "tool_request") || evs[1]["name"] == "execute_code" || !strings.HasSuffix(got, " done") {
 		t.Errorf("undeclared tools: events %q", got)
 	}
 }
 
+// TestChatJSONMode: a non-streamed chat answers as JSON; the offline model searches the
+// community's documentation (its own guide, read from its folder in the background at start)
+// and answers with the passages quoted and cited, and the JSON carries the tool call and the
+// citations.
 func TestChatJSONMode(t *testing.T) {
-	ts := startServer(t)
-	r := ts.do(t, "POST", "/hed/chat", jsonBody(map[string]any{"message": "hi", "stream": false, "session_id": "my-session"}), "Content-Type", "application/json")
-	var body struct {
+	ts := startServerWith(t, nil, nil, "--rate-limits", "chat_minute=0,chat_hour=0,resume_minute=0,resume_hour=0")
+	type answer struct {
 		SessionID string `json:"session_id"`
 		Message   struct {
 			Role, Content string
 		} `json:"message"`
-		Model string `json:"model"`
+		Model     string `json:"model"`
+		ToolCalls []struct {
+			Name string         `json:"name"`
+			Args map[string]any `json:"args"`
+		} `json:"tool_calls"`
+		Citations []struct {
+			Marker        int
+			Source, Title string
+			CitedText     string `json:"cited_text"`
+		} `json:"citations"`
 	}
-	if err := json.Unmarshal(readAll(t, r), &body); err != nil || r.StatusCode != 200 {
-		t.Fatalf("%d %v", r.StatusCode, err)
+	var body answer
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		r := ts.do(t, "POST", "/hed/chat", jsonBody(map[string]any{"message": "What is HED?", "stream": false, "session_id": fmt.Sprintf("my-session-%d", i)}), "Content-Type", "application/json")
+		body = answer{}
+		if err := json.Unmarshal(readAll(t, r), &body); err != nil || r.StatusCode != 200 {
+			t.Fatalf("%d %v", r.StatusCode, err)
+		}
+		// The guide is indexed in the background: until then the search finds nothing.
+		if len(body.Citations) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
-	if body.SessionID != "my-session" || body.Message.Role != "assistant" || !strings.Contains(body.Message.Content, "offline demo") || body.Model != "scripted/demo" {
+	if !strings.HasPrefix(body.SessionID, "my-session-") || body.Message.Role != "assistant" || body.Model != "scripted/demo" ||
+		!strings.Contains(body.Message.Content, "Hierarchical Event Descriptors") || !strings.Contains(body.Message.Content, "[1]") {
 		t.Errorf("body %+v", body)
+	}
+	if len(body.ToolCalls) != 1 || body.ToolCalls[0].Name != "search_hed_docs" || body.ToolCalls[0].Args["query"] != "What is HED?" {
+		t.Errorf("tool calls %+v", body.ToolCalls)
+	}
+	if len(body.Citations) == 0 || body.Citations[0].Marker != 1 || !strings.Contains(body.Citations[0].Source, "communities/hed/docs/guide.md#") ||
+		!strings.Contains(body.Message.Content, body.Citations[0].CitedText) {
+		t.Errorf("citations %+v", body.Citations)
 	}
 }
 

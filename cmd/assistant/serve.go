@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/osc-assistant/assistant/fastpath"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +20,9 @@ import (
 
 	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/fastpath"
+	"github.com/osc-assistant/assistant/knowledge"
+	"github.com/osc-assistant/assistant/limits"
 	"github.com/osc-assistant/assistant/routers"
 	"github.com/osc-assistant/assistant/runtimelock"
 	"github.com/osc-assistant/assistant/store"
@@ -62,6 +64,9 @@ type serveSettings struct {
 	uploadClientMB  int
 	exports         int
 	sandboxLoopback bool
+	// knowledge is the documentation store's settings.
+	knowledge   knowledgeSettings
+	docsRefresh time.Duration
 	// workerBinary is the binary started as sandbox-worker; empty is this one. Tests set it.
 	workerBinary string
 	// now is the clock of sessions and parked calls; nil is the real one. Tests set it.
@@ -109,6 +114,14 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.DurationVar(&s.sessionIdle, "sandbox-session-idle", envDuration(getenv, "ASSISTANT_SANDBOX_SESSION_IDLE", 10*time.Minute), "a chat session's server runs share one live interpreter, ended after this idle time (the worker processes use 10m); 0 gives every run a fresh one (ASSISTANT_SANDBOX_SESSION_IDLE)")
 	fs.IntVar(&s.sandboxMemoryMB, "sandbox-memory-mb", envInt(getenv, "ASSISTANT_SANDBOX_MEMORY_MB", 2048), "the most memory one server-side run may use, whatever a community's limits.memory_mb says (ASSISTANT_SANDBOX_MEMORY_MB)")
 	fs.BoolVar(&s.sandboxLoopback, "sandbox-allow-loopback", env("ASSISTANT_SANDBOX_ALLOW_LOOPBACK") == "1", "let server-side osa.fetch reach loopback addresses, for tests (ASSISTANT_SANDBOX_ALLOW_LOOPBACK=1)")
+	fs.StringVar(&s.knowledge.dataDir, "data-dir", or(env("ASSISTANT_DATA_DIR", "DATA_DIR"), defaultDataDir(getenv)), "where the knowledge databases (knowledge/<id>.db) and the documentation cache (docs/) live; default: the user data directory + /assistant (ASSISTANT_DATA_DIR, alias DATA_DIR)")
+	fs.DurationVar(&s.docsRefresh, "docs-refresh", envDuration(getenv, "ASSISTANT_DOCS_REFRESH", knowledge.DefaultRefresh), "how often every community's documentation is fetched again, with conditional requests (ASSISTANT_DOCS_REFRESH)")
+	fs.BoolVar(&s.knowledge.allowLoopback, "knowledge-allow-loopback", env("ASSISTANT_KNOWLEDGE_ALLOW_LOOPBACK") == "1", "let documentation fetches reach loopback addresses, for tests (ASSISTANT_KNOWLEDGE_ALLOW_LOOPBACK=1)")
+	if v := env("ASSISTANT_KNOWLEDGE_RESOLVE"); v != "" {
+		s.knowledge.resolve = append(s.knowledge.resolve, v)
+	}
+	fs.Var(&s.knowledge.resolve, "knowledge-resolve", "HOST=IP:PORT: documentation fetches of HOST go to that address over plain HTTP, as curl --resolve does, for tests; repeatable (ASSISTANT_KNOWLEDGE_RESOLVE, comma-separated)")
+	fs.IntVar(&s.knowledge.preloadBudget, "preload-budget-chars", envInt(getenv, "ASSISTANT_PRELOAD_BUDGET_CHARS", int(limits.PreloadBudgetChars)), "the most characters of preloaded documents in one community's prompt; past it the rest are offered on demand (ASSISTANT_PRELOAD_BUDGET_CHARS)")
 	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
 	fastPath := fs.String("fast-path", or(env("ASSISTANT_FAST_PATH"), "on"), "answer GET /{c}, /communities, wheels and logos ahead of net/http with an event loop for every two CPUs (on), with N event loops (a number), or leave every request to net/http (off) (ASSISTANT_FAST_PATH)")
 	accessLog := fs.String("access-log", or(env("ASSISTANT_ACCESS_LOG"), "on"), "log every request (on), none (off), or a share of them such as 0.1; errors (5xx) are always logged (ASSISTANT_ACCESS_LOG)")
@@ -285,6 +298,21 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	mcps := newMCP(dep, getenv, log)
 	mcps.Apply(set)
 	cleanups = append(cleanups, mcps.Close)
+	// Documentation is fetched and indexed in the background too: the server listens at once,
+	// serving what the cache holds.
+	resolve, err := parseResolve(s.knowledge.resolve)
+	if err != nil {
+		return nil, nil, err
+	}
+	lib, err := knowledge.New(knowledge.Options{DataDir: s.knowledge.dataDir, Refresh: s.docsRefresh,
+		AllowLoopback: s.knowledge.allowLoopback, Resolve: resolve, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the knowledge store in %s: %v", s.knowledge.dataDir, err)
+	}
+	cleanups = append(cleanups, func() { _ = lib.Close() })
+	if err := lib.Apply(knowledgeCommunities(set)); err != nil {
+		log.Warn("knowledge: some communities were not taken", slog.Any("error", err))
+	}
 
 	models := &chat.Models{Getenv: getenv, Default: s.defaultModel}
 	spent := chat.BudgetMetric()
@@ -299,6 +327,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		engine.Runner = runner
 	}
 	engine.MCP = mcps
+	engine.Knowledge = newKnowledgeDocs(lib, s.knowledge.preloadBudget)
 	srv, err := routers.New(routers.Deps{
 		Settings: routers.Settings{
 			BasePath: s.basePath, Deployment: dep, CORSOrigins: origins, AdminKey: s.adminKey,
@@ -308,7 +337,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		},
 		Logger:      log,
 		Getenv:      getenv,
-		Load:        withMCP(load, mcps),
+		Load:        withKnowledge(withMCP(load, mcps), lib, log),
 		Communities: set,
 		Engine:      engine,
 		Artifacts:   st,

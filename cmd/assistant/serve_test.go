@@ -56,6 +56,9 @@ func startServerWith(t testing.TB, environ map[string]string, now func() time.Ti
 	for k, v := range environ {
 		e.m[k] = v
 	}
+	if e.m["ASSISTANT_DATA_DIR"] == "" { // never the user's own
+		e.m["ASSISTANT_DATA_DIR"] = t.TempDir()
+	}
 	s, err := parseServe(append([]string{"--communities", "../../communities"}, args...), e.get, io.Discard)
 	if err != nil {
 		t.Fatal(err)
