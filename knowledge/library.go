@@ -351,14 +351,18 @@ func (l *Library) run(ctx context.Context, c *community) {
 	}
 }
 
-// round fetches every document (bounded by the fetcher's slots), then indexes the copies
-// and publishes when anything changed.
+// round fetches every document (bounded by the fetcher's slots), preloads first since the
+// prompt waits for them, then indexes the copies and publishes when anything changed.
 func (l *Library) round(ctx context.Context, c *community) {
-	var wg sync.WaitGroup
-	for _, d := range c.cfg.Docs {
-		wg.Go(func() { l.fetchDoc(ctx, c, d) })
+	for _, preload := range []bool{true, false} {
+		var wg sync.WaitGroup
+		for _, d := range c.cfg.Docs {
+			if d.Preload == preload {
+				wg.Go(func() { l.fetchDoc(ctx, c, d) })
+			}
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if ctx.Err() != nil {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -549,5 +550,34 @@ func TestRemovedDocuments(t *testing.T) {
 	}
 	if err := l.Apply([]Community{{ID: "../x"}}); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("an invalid id: %v", err)
+	}
+}
+
+// TestRetrieveOnDemand: an on-demand document the background round has not fetched yet (the
+// round is held on a preload) is fetched when it is asked for.
+func TestRetrieveOnDemand(t *testing.T) {
+	s := newSite(t)
+	release := make(chan struct{})
+	s.handle("https://docs.example.org/slow-preload", func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		io.WriteString(w, "# Slow\n\ntext\n")
+	})
+	var asked atomic.Int64
+	s.handle("https://docs.example.org/on-demand", func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		io.WriteString(w, "# On demand\n\nfetched when asked\n")
+	})
+	l := newLibrary(t, t.TempDir(), s.resolve())
+	l.Apply([]Community{{ID: "od", Name: "OD", Docs: []Doc{
+		{Title: "Slow", URL: "https://docs.example.org/slow-preload", Preload: true, Type: "markdown"},
+		{Title: "On demand", URL: "https://docs.example.org/on-demand", Type: "markdown"},
+	}}})
+	defer close(release)
+	if d, _ := l.Snapshot("od").Doc("https://docs.example.org/on-demand"); d.HasContent || d.LastError != "" {
+		t.Fatalf("fetched before it was asked for: %+v", d)
+	}
+	r, err := l.Retrieve(t.Context(), "od", "https://docs.example.org/on-demand")
+	if err != nil || !strings.Contains(r.Content, "fetched when asked") || asked.Load() != 1 {
+		t.Errorf("on-demand retrieve: %v %q, %d requests", err, r.Content, asked.Load())
 	}
 }
