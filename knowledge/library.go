@@ -143,9 +143,10 @@ type Library struct {
 	pages   *pageFetcher
 	gen     atomic.Uint64
 
-	mu     sync.Mutex
-	comms  map[string]*community
-	closed bool
+	applyMu sync.Mutex // one Apply at a time
+	mu      sync.Mutex
+	comms   map[string]*community
+	closed  bool
 }
 
 // New returns a Library over opts.DataDir. Nothing is fetched until Apply.
@@ -185,19 +186,17 @@ type community struct {
 	last   time.Time
 	// fetches and failures count outcomes (under mu).
 	fetches, failures uint64
-	locks             map[string]*sync.Mutex // one fetch of a document at a time
+	locks             map[string]chan struct{} // one fetch of a document at a time
 }
 
 // Apply makes the Library serve exactly these communities: new ones start at once (their
 // cached copies are served at once, and a round of fetches starts in the background), changed
 // ones start again, and those no longer given stop (their files stay). It returns an error
-// naming any community it could not take (an invalid id); the others are applied.
+// naming any community it could not take (an invalid id); the others are applied. Snapshot
+// and the other reads never wait for it.
 func (l *Library) Apply(comms []Community) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return errors.New("knowledge: library closed")
-	}
+	l.applyMu.Lock()
+	defer l.applyMu.Unlock()
 	var errs []error
 	want := map[string]Community{}
 	for _, c := range comms {
@@ -207,22 +206,45 @@ func (l *Library) Apply(comms []Community) error {
 		}
 		want[c.ID] = c
 	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return errors.New("knowledge: library closed")
+	}
+	var stopping []*community
 	for id, c := range l.comms {
 		if w, ok := want[id]; !ok || !sameCommunity(w, c.cfg) {
-			c.stop()
+			stopping = append(stopping, c)
 			delete(l.comms, id)
 		}
 	}
+	var starting []Community
 	for id, cfg := range want {
-		if _, ok := l.comms[id]; ok {
-			continue
+		if _, ok := l.comms[id]; !ok {
+			starting = append(starting, cfg)
 		}
+	}
+	l.mu.Unlock()
+
+	// A worker may wait for a document a request is fetching; nothing that reads waits
+	// for it to stop.
+	for _, c := range stopping {
+		c.stop()
+	}
+	for _, cfg := range starting {
 		c := &community{cfg: cfg, done: make(chan struct{}), kick: make(chan chan struct{}, 16),
-			ready: make(chan struct{}), states: map[string]*DocState{}, locks: map[string]*sync.Mutex{}}
-		l.loadCache(c)
+			ready: make(chan struct{}), states: map[string]*DocState{}, locks: map[string]chan struct{}{}}
+		l.loadCache(c) // before it is listed, so a listed community always has a snapshot
 		ctx, cancel := context.WithCancel(context.Background())
 		c.cancel = cancel
-		l.comms[id] = c
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			cancel()
+			break
+		}
+		l.comms[cfg.ID] = c
+		l.mu.Unlock()
 		go l.run(ctx, c)
 	}
 	return errors.Join(errs...)
@@ -239,6 +261,8 @@ func (c *community) stop() {
 
 // Close stops every worker (fetches under way are cancelled) and closes the store.
 func (l *Library) Close() error {
+	l.applyMu.Lock()
+	defer l.applyMu.Unlock()
 	l.mu.Lock()
 	l.closed = true
 	comms := l.comms
@@ -375,15 +399,22 @@ func (l *Library) round(ctx context.Context, c *community) {
 	l.publishSnapshot(c)
 }
 
-func (c *community) lock(key string) *sync.Mutex {
+// lock takes the document's fetch lock, waiting as long as ctx allows (a worker being
+// stopped never waits for a request's fetch); it returns the unlock, or ctx's error.
+func (c *community) lock(ctx context.Context, key string) (func(), error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	m := c.locks[key]
 	if m == nil {
-		m = &sync.Mutex{}
+		m = make(chan struct{}, 1)
 		c.locks[key] = m
 	}
-	return m
+	c.mu.Unlock()
+	select {
+	case m <- struct{}{}:
+		return func() { <-m }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (c *community) state(d Doc) DocState {
@@ -398,9 +429,11 @@ func (c *community) state(d Doc) DocState {
 // fetchDoc fetches (or reads) one document and records the outcome; a failure keeps the
 // last good copy.
 func (l *Library) fetchDoc(ctx context.Context, c *community, d Doc) {
-	m := c.lock(d.key())
-	m.Lock()
-	defer m.Unlock()
+	unlock, err := c.lock(ctx, d.key())
+	if err != nil {
+		return
+	}
+	defer unlock()
 	l.fetchLocked(ctx, c, d)
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -580,4 +581,61 @@ func TestRetrieveOnDemand(t *testing.T) {
 	if err != nil || !strings.Contains(r.Content, "fetched when asked") || asked.Load() != 1 {
 		t.Errorf("on-demand retrieve: %v %q, %d requests", err, r.Content, asked.Load())
 	}
+}
+
+// TestReloadDoesNotWaitForRequests: a reload stops a community whose worker waits for a
+// document that a request is fetching, without waiting for that fetch.
+func TestReloadDoesNotWaitForRequests(t *testing.T) {
+	s := newSite(t)
+	releaseP, releaseD := make(chan struct{}), make(chan struct{})
+	entered := make(chan struct{}, 1)
+	s.handle("https://docs.example.org/p", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-releaseP:
+		case <-r.Context().Done():
+		}
+		io.WriteString(w, "# P\n\np\n")
+	})
+	s.handle("https://docs.example.org/d", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-releaseD
+		io.WriteString(w, "# D\n\nd\n")
+	})
+	docs := []Doc{{Title: "P", URL: "https://docs.example.org/p", Preload: true, Type: "markdown"},
+		{Title: "D", URL: "https://docs.example.org/d", Type: "markdown"}}
+	l := newLibrary(t, t.TempDir(), s.resolve())
+	l.Apply([]Community{{ID: "w", Name: "W", Docs: docs}})
+	retrieved := make(chan error, 1)
+	go func() {
+		_, err := l.Retrieve(context.Background(), "w", "https://docs.example.org/d")
+		retrieved <- err
+	}()
+	<-entered       // the request holds D and waits in the handler
+	close(releaseP) // the worker goes on to D and waits for it
+	for !waitingForLock() {
+		time.Sleep(time.Millisecond) // polling the goroutines' stacks: nothing to receive from
+	}
+	l.Apply([]Community{{ID: "w", Name: "W renamed", Docs: docs}}) // would hang on the old worker
+	if got := l.Snapshot("w"); got == nil || got.Name != "W renamed" {
+		t.Errorf("after the reload: %+v", got)
+	}
+	close(releaseD)
+	if err := <-retrieved; err != nil {
+		t.Errorf("the request's retrieve: %v", err)
+	}
+}
+
+// waitingForLock reports whether some goroutine waits in a document's fetch lock.
+func waitingForLock() bool {
+	buf := make([]byte, 1<<20)
+	n := runtime.Stack(buf, true)
+	for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
+		if strings.Contains(g, "(*community).lock(") && (strings.Contains(g, "[select") || strings.Contains(g, "[chan send")) {
+			return true
+		}
+	}
+	return false
 }

@@ -50,12 +50,13 @@ func (l *Library) Retrieve(ctx context.Context, id, u string) (Retrieved, error)
 		return Retrieved{}, ErrNotListed
 	}
 	if !d.HasContent && d.LastError == "" {
-		m := c.lock(d.key())
-		m.Lock()
-		if s := c.state(d.Doc); !s.HasContent && s.LastError == "" {
-			l.fetchLocked(ctx, c, d.Doc)
+		unlock, err := c.lock(ctx, d.key())
+		if err == nil {
+			if s := c.state(d.Doc); !s.HasContent && s.LastError == "" {
+				l.fetchLocked(ctx, c, d.Doc)
+			}
+			unlock()
 		}
-		m.Unlock()
 		if err := ctx.Err(); err != nil {
 			return Retrieved{}, &FetchError{"Request failed: " + failureDetail(ctx, err)}
 		}
