@@ -48,6 +48,9 @@ type Store struct {
 
 // OpenStore returns the store under dataDir/knowledge, creating the directory.
 func OpenStore(dataDir string, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	dir := filepath.Join(dataDir, "knowledge")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("knowledge store: %w", err)
@@ -101,21 +104,26 @@ func (s *Store) Write(ctx context.Context, id string, fn func(ctx context.Contex
 	w.Lock()
 	defer w.Unlock()
 
-	work := s.workPath(id)
-	if _, err := os.Stat(work); errors.Is(err, fs.ErrNotExist) {
-		if err := copyFile(s.Path(id), work); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("knowledge store: copying the published file: %w", err)
+	// A crash may have left temporary files of a publish; they are never read.
+	if old, _ := filepath.Glob(filepath.Join(s.dir, id+".db.tmp-*")); len(old) > 0 {
+		for _, p := range old {
+			os.Remove(p)
 		}
 	}
-	db, err := sql.Open("sqlite", dsn(work, "_pragma=journal_mode(wal)&_pragma=busy_timeout(5000)&_pragma=synchronous(normal)"))
-	if err != nil {
-		return fmt.Errorf("knowledge store: %w", err)
+	db, err := s.openWork(ctx, id)
+	if err != nil && ctx.Err() == nil {
+		// A working copy that cannot be opened (a crash, a full disk, a bad file) is only a
+		// copy: start it again from the published file.
+		s.log.Warn("knowledge store: working copy unusable, starting it again from the published file", "community", id, "error", err)
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(s.workPath(id) + suffix)
+		}
+		db, err = s.openWork(ctx, id)
 	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if err := ensureSchema(ctx, db); err != nil {
+	if err != nil {
 		return fmt.Errorf("knowledge store %s: %w", id, err)
 	}
+	defer db.Close()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("knowledge store: %w", err)
@@ -132,6 +140,27 @@ func (s *Store) Write(ctx context.Context, id string, fn func(ctx context.Contex
 		return s.publish(ctx, db, id)
 	}
 	return nil
+}
+
+// openWork opens the community's working copy, making it from the published file when
+// there is none, and ensures the schema.
+func (s *Store) openWork(ctx context.Context, id string) (*sql.DB, error) {
+	work := s.workPath(id)
+	if _, err := os.Stat(work); errors.Is(err, fs.ErrNotExist) {
+		if err := copyFile(s.Path(id), work); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("copying the published file: %w", err)
+		}
+	}
+	db, err := sql.Open("sqlite", dsn(work, "_pragma=journal_mode(wal)&_pragma=busy_timeout(5000)&_pragma=synchronous(normal)"))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	if err := ensureSchema(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // publish writes the working copy to a new file beside the published one and renames it

@@ -119,3 +119,36 @@ func TestPhraseFirst(t *testing.T) {
 		t.Errorf("without the phrase in the text, the heading match should rank first: %+v", got)
 	}
 }
+
+// TestWorkCopyRecovers: a working copy that is not a database (a crash, a bad disk) is made
+// again from the published file, and a publish's leftover temporary file is removed.
+func TestWorkCopyRecovers(t *testing.T) {
+	dir := t.TempDir()
+	st, err := OpenStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	insert := func(pos int) error {
+		return st.Write(t.Context(), "w", func(ctx context.Context, tx *sql.Tx) (bool, error) {
+			return true, insertSections(ctx, tx, []Section{{DocURL: "u", DocTitle: "D", HeadingPath: "D", Title: "D", Text: "kept text", Position: pos}}, "x", "now")
+		})
+	}
+	if err := insert(0); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(st.workPath("w"), []byte("this is not a database, not even close to one........."), 0o644)
+	os.Remove(st.workPath("w") + "-wal")
+	leftover := st.Path("w") + ".tmp-abc"
+	os.WriteFile(leftover, []byte("half a publish"), 0o644)
+	if err := insert(1); err != nil {
+		t.Fatalf("write over a broken working copy: %v", err)
+	}
+	l := &Library{store: st, log: slog.New(slog.DiscardHandler)}
+	if secs, err := l.Search(t.Context(), "w", "kept", 5); err != nil || len(secs) != 2 {
+		t.Errorf("after the recovery: %v, %d rows, want both", err, len(secs))
+	}
+	if _, err := os.Stat(leftover); err == nil {
+		t.Error("the leftover temporary file is still there")
+	}
+}
