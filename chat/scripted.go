@@ -166,17 +166,27 @@ func quotePassages(emit func(Event) error, res Block) error {
 	return emit(Event{Kind: Done, StopReason: "end_turn", Usage: Usage{}})
 }
 
-// quoteOf is the first sentences of a passage that are prose (not a heading, a fence or a
-// table row), clipped.
+// quoteOf is the first sentences of a passage's prose, clipped: headings, fenced code and
+// table rows are left out, and a paragraph's lines are joined, as Markdown shows them.
 func quoteOf(text string) string {
 	var picked []string
-	for _, s := range sentences(text) {
-		if strings.HasPrefix(s, "#") || strings.HasPrefix(s, "```") || strings.HasPrefix(s, "|") || !strings.ContainsFunc(s, unicode.IsLetter) {
+	for _, para := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
+		if strings.HasPrefix(strings.TrimSpace(para), "```") {
 			continue
 		}
-		picked = append(picked, s)
-		if len(picked) == scriptedSentences {
-			break
+		var lines []string
+		for _, line := range strings.Split(para, "\n") {
+			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "|") {
+				lines = append(lines, l)
+			}
+		}
+		for _, s := range sentences(strings.Join(lines, " ")) {
+			if !strings.ContainsFunc(s, unicode.IsLetter) {
+				continue
+			}
+			if picked = append(picked, s); len(picked) == scriptedSentences {
+				return cutChars(strings.Join(picked, " "), scriptedQuoteChars)
+			}
 		}
 	}
 	return cutChars(strings.Join(picked, " "), scriptedQuoteChars)

@@ -145,6 +145,9 @@ func TestScriptedQuotesPassages(t *testing.T) {
 			sr("https://www.hedtags.org/intro#what-is-hed", "HED introduction > What is HED", "HED tags come from a schema!"),
 			sr("https://www.hedtags.org/schema", "HED schema", "A fourth result is not quoted."),
 		}},
+		{"wrapped lines and code", []Block{
+			sr("https://www.hedtags.org/guide#wrap", "Guide > Wrapped", "## Wrapped\nEvery answer lists its\nsources under the reply.\n\n```python\nprint('not prose.')\n```\n\nEach marker links\nto its page. Not this one."),
+		}},
 		{"no passages", []Block{{Type: BlockText, Text: "Knowledge tool result.\n\nNo documentation section matches."}}},
 	}
 	for _, tc := range cases {

@@ -1,8 +1,10 @@
 // The demo page's citations in a real browser (knowledge.md §5): Debian's Chromium driven by
-// playwright-core, against the real server binary, whose model is a fake Anthropic Messages API
-// on loopback that streams a reply citing search results (citations_delta), as the real API
-// does. The page must show each marker as a link to its source and a numbered source list
-// under the reply, from the citation events and done.citations.
+// playwright-core, against the real server binary. First its model is a fake Anthropic
+// Messages API on loopback that streams a reply citing search results (citations_delta), as
+// the real API does; then it is the offline demo model, answering a question from a
+// community's own documentation (a guide in its folder, indexed by the server). Either way the
+// page must show each marker as a link to its source and a numbered source list under the
+// reply, from the citation events and done.citations.
 //
 // Environment: ASSISTANT_BIN, CHROMIUM, ARTIFACTS, as for demo.test.mjs.
 
@@ -71,7 +73,7 @@ describe("citations on the demo page in Chromium", { skip: chromiumMissing ? "Ch
       ].join("\n"),
     );
     const bin = process.env.ASSISTANT_BIN || buildBinary(tmp);
-    server = await startServer(bin, communities, model.url);
+    server = await startServer(bin, communities, model.url, ["--data-dir", path.join(tmp, "data")]);
     const { chromium } = await import("playwright-core");
     browser = await chromium.launch({
       executablePath: chromiumPath,
@@ -150,6 +152,98 @@ describe("citations on the demo page in Chromium", { skip: chromiumMissing ? "Ch
   });
 });
 
+// The guide of the offline test's community, and what the offline model must quote from it.
+const GUIDE_URL = "https://docs.example.org/browser-docs/guide.html";
+const GUIDE = `# Browser docs guide
+
+This guide is the documentation of the browser test's community.
+
+## What is a widget?
+
+A widget is a small chat window that a community embeds on its own website. It talks to this
+server and shows the answers of the assistant.
+
+## How are sources shown?
+
+Every answer that uses the documentation lists its sources under the reply. Each marker in
+the text links to the page it came from.
+`;
+
+describe("the offline demo answers from the documentation, with citations, in Chromium", { skip: chromiumMissing ? "Chromium is absent" : false }, () => {
+  const ADMIN = "admin-key-for-the-test";
+  let tmp;
+  let server;
+  let browser;
+  let page;
+
+  before(async () => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), "assistant-docs-"));
+    const dir = path.join(tmp, "communities", "browser-docs");
+    fs.mkdirSync(path.join(dir, "docs"), { recursive: true });
+    fs.writeFileSync(path.join(dir, "docs", "guide.md"), GUIDE);
+    fs.writeFileSync(
+      path.join(dir, "config.yaml"),
+      [
+        "id: browser-docs",
+        "name: Browser Docs",
+        "description: The community of the browser test of the offline model's cited answers.",
+        "documentation:",
+        "  - title: Browser docs guide",
+        `    url: ${GUIDE_URL}`,
+        "    source_path: docs/guide.md",
+        "    preload: true",
+        "widget:",
+        "  title: Browser Docs Assistant",
+        "",
+      ].join("\n"),
+    );
+    const bin = process.env.ASSISTANT_BIN || buildBinary(tmp);
+    server = await startServer(bin, path.join(tmp, "communities"), null, ["--data-dir", path.join(tmp, "data"), "--admin-key", ADMIN]);
+    // The guide is read and indexed in the background: wait until its sections are searchable.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const r = await fetch(`${server.url}health/communities`, { headers: { "X-API-Key": ADMIN } });
+      const docs = r.ok ? (await r.json())["browser-docs"]?.docs : null;
+      if (docs && docs.store && docs.documents.every((d) => d.sections > 0)) break;
+      if (Date.now() > deadline) throw new Error(`the guide was not indexed: ${JSON.stringify(docs)}\n${server.log.join("")}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const { chromium } = await import("playwright-core");
+    browser = await chromium.launch({ executablePath: chromiumPath, args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"] });
+    page = await (await browser.newContext({ viewport: { width: 1000, height: 900 } })).newPage();
+    page.setDefaultTimeout(STEP_MS);
+  });
+
+  after(async () => {
+    if (browser) await browser.close();
+    if (server) {
+      server.proc.kill("SIGTERM");
+      fs.writeFileSync(path.join(artifacts, "citations-offline-server.log"), server.log.join(""));
+    }
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test("a question is answered with quoted passages, their markers linked and listed", async () => {
+    await page.goto(`${server.url}browser-docs/demo/`);
+    await page.waitForFunction(() => !document.getElementById("send").disabled);
+    await page.fill("#input", "How are sources shown in an answer?");
+    await page.click("#send");
+    await page.waitForFunction(() => !document.getElementById("send").disabled);
+    const reply = page.locator(".msg.assistant").last();
+    const text = await reply.locator(".text").innerText();
+    assert.match(text, /^I am the offline demo model/);
+    assert.match(text, /Every answer that uses the documentation lists its sources under the reply\. Each marker in the text links to the page it came from\.\[1\]/);
+    const markers = await reply.locator('a[data-role="cite"]').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute("href")]));
+    assert.ok(markers.length >= 1, text);
+    assert.equal(markers[0][0], "[1]");
+    assert.ok(markers[0][1].startsWith(GUIDE_URL + "#"), markers[0][1]);
+    const sources = await reply.locator('[data-role="source"] a').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute("href")]));
+    assert.equal(sources.length, new Set(markers.map((m) => m[1])).size);
+    assert.deepEqual(sources[0], ["Browser docs guide > How are sources shown?", markers[0][1]]);
+    await page.screenshot({ path: path.join(artifacts, "demo-offline-citations.png"), fullPage: true });
+  });
+});
+
 // fakeAnthropic serves POST /v1/messages as the Messages API streams it: the n-th request gets
 // replies[n] (the last one again after that), each cited block's citations_delta events
 // before its text.
@@ -209,15 +303,19 @@ function buildBinary(dir) {
   return bin;
 }
 
-async function startServer(bin, communities, modelURL) {
+// startServer runs assistant serve for communities, with the fake model at modelURL as the
+// platform's Anthropic API (null: no key anywhere, so the offline model answers).
+async function startServer(bin, communities, modelURL, extra = []) {
   const env = { ...process.env };
-  for (const k of Object.keys(env)) if (/^(ANTHROPIC|OPENAI|OPENROUTER)_|^ASSISTANT_|^OSA_/.test(k)) delete env[k];
-  env.ANTHROPIC_API_KEY = "sk-ant-fake";
-  env.ANTHROPIC_BASE_URL = modelURL;
+  for (const k of Object.keys(env)) if (/^(ANTHROPIC|OPENAI|OPENROUTER)_|^ASSISTANT_|^OSA_|^DATA_DIR$/.test(k)) delete env[k];
+  if (modelURL) {
+    env.ANTHROPIC_API_KEY = "sk-ant-fake";
+    env.ANTHROPIC_BASE_URL = modelURL;
+  }
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const args = ["serve", "--addr", `127.0.0.1:${port}`, "--communities", communities, "--cors-origins", origin,
-    "--rate-limits", "chat_minute=0,chat_hour=0,resume_minute=0,resume_hour=0", "--log-format", "text"];
+    "--rate-limits", "chat_minute=0,chat_hour=0,resume_minute=0,resume_hour=0", "--log-format", "text", ...extra];
   const proc = spawn(bin, args, { env, stdio: ["ignore", "pipe", "pipe"] });
   const log = [];
   proc.stderr.on("data", (d) => log.push(d.toString()));
