@@ -22,8 +22,8 @@ type Knowledge interface {
 	Retrieve(ctx context.Context, community, url string) KnowledgeResult
 	// Search is search_{id}_docs: the best-matching sections, at most limit (clamped 1–20).
 	Search(ctx context.Context, community, query string, limit int) KnowledgeResult
-	// FetchPage is fetch_current_page for the page at url.
-	FetchPage(ctx context.Context, url string) KnowledgeResult
+	// FetchPage is fetch_current_page for the page at url, asked from a community's widget.
+	FetchPage(ctx context.Context, community, url string) KnowledgeResult
 }
 
 // KnowledgeDocs is a community's documentation as the prompt and the tools see it. Generation
@@ -119,7 +119,7 @@ func (r *turn) bindKnowledge() {
 			page := r.t.Page.URL
 			bind(Tool{Name: fetchPageTool, Description: fetchPageDescription, Schema: pageSchema}, checkNoArgs,
 				func(r *turn, ctx context.Context, _ checkedCall) KnowledgeResult {
-					return r.e.Knowledge.FetchPage(ctx, page)
+					return r.e.Knowledge.FetchPage(ctx, c.ID, page)
 				})
 		}
 	}

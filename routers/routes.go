@@ -41,6 +41,7 @@ func (s *Server) routes() *echo.Echo {
 	g.POST("/feedback", s.feedback)
 	getRoute(g, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	g.POST("/admin/reload", s.reload, s.requireAdmin)
+	getRoute(g, "/health/communities", s.healthCommunities, s.requireAdmin)
 
 	getRoute(g, "/:c", s.communityConfig)
 	getRoute(g, "/:c/", s.communityConfig)

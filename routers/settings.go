@@ -63,4 +63,7 @@ type Deps struct {
 	Limiter Limiter
 	// Registerer receives extra metrics (the budget gauge), or nil.
 	Collectors []prometheus.Collector
+	// Docs reports each community's documentation for GET /health/communities; nil leaves
+	// its "docs" null.
+	Docs DocsHealth
 }

@@ -9,11 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/config"
 	"github.com/osc-assistant/assistant/knowledge"
 	"github.com/osc-assistant/assistant/limits"
+	"github.com/osc-assistant/assistant/routers"
 )
 
 // knowledgeSettings are serve's knowledge flags.
@@ -96,14 +100,12 @@ func deref(p *string) string {
 }
 
 // withKnowledge gives the Library every set a reload loads, as withMCP does the MCP servers.
-func withKnowledge(load func(context.Context) (*config.Set, error), lib *knowledge.Library, log *slog.Logger) func(context.Context) (*config.Set, error) {
+func withKnowledge(load func(context.Context) (*config.Set, error), k *knowledgeDocs) func(context.Context) (*config.Set, error) {
 	return func(ctx context.Context) (*config.Set, error) {
 		set, err := load(ctx)
 		var list config.ErrorList
 		if set != nil && (err == nil || errors.As(err, &list) && len(list.Fatal()) == 0) {
-			if aerr := lib.Apply(knowledgeCommunities(set)); aerr != nil {
-				log.Warn("knowledge: some communities were not taken", slog.Any("error", aerr))
-			}
+			k.apply(set)
 		}
 		return set, err
 	}
@@ -114,9 +116,14 @@ func withKnowledge(load func(context.Context) (*config.Set, error), lib *knowled
 type knowledgeDocs struct {
 	lib    *knowledge.Library
 	budget int
+	log    *slog.Logger
 
 	mu    sync.Mutex
 	cache map[string]*docsEntry // by community id
+	ids   []string              // the communities applied last
+
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
 
 type docsEntry struct {
@@ -124,11 +131,84 @@ type docsEntry struct {
 	docs chat.KnowledgeDocs
 }
 
-func newKnowledgeDocs(lib *knowledge.Library, budget int) *knowledgeDocs {
+func newKnowledgeDocs(lib *knowledge.Library, budget int, log *slog.Logger) *knowledgeDocs {
 	if budget <= 0 {
 		budget = int(limits.PreloadBudgetChars)
 	}
-	return &knowledgeDocs{lib: lib, budget: budget, cache: map[string]*docsEntry{}}
+	return &knowledgeDocs{lib: lib, budget: budget, log: log, cache: map[string]*docsEntry{},
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "assistant_knowledge_tool_calls_total",
+			Help: "Documentation tool calls by community, tool and outcome (ok, error)."}, []string{"community", "tool", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "assistant_knowledge_tool_duration_seconds",
+			Help: "How long documentation tool calls took, by tool.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}, []string{"tool"}),
+	}
+}
+
+// apply gives the Library the set's communities.
+func (k *knowledgeDocs) apply(set *config.Set) {
+	comms := knowledgeCommunities(set)
+	if err := k.lib.Apply(comms); err != nil {
+		k.log.Warn("knowledge: some communities were not taken", slog.Any("error", err))
+	}
+	ids := make([]string, len(comms))
+	for i, c := range comms {
+		ids[i] = c.ID
+	}
+	k.mu.Lock()
+	k.ids = ids
+	k.mu.Unlock()
+}
+
+// observe counts one documentation tool call.
+func (k *knowledgeDocs) observe(id, tool string, start time.Time, failed bool) {
+	outcome := "ok"
+	if failed {
+		outcome = "error"
+	}
+	k.calls.WithLabelValues(id, tool, outcome).Inc()
+	k.duration.WithLabelValues(tool).Observe(time.Since(start).Seconds())
+}
+
+var (
+	docsFetchesDesc  = prometheus.NewDesc("assistant_knowledge_fetches_total", "Documentation fetches (and source_path reads) by community since it was loaded; a 304 is a fetch.", []string{"community"}, nil)
+	docsFailuresDesc = prometheus.NewDesc("assistant_knowledge_fetch_failures_total", "Documentation fetches that failed, by community.", []string{"community"}, nil)
+	docsIndexedDesc  = prometheus.NewDesc("assistant_knowledge_documents", "Documents with content, by community.", []string{"community"}, nil)
+	docsSectionsDesc = prometheus.NewDesc("assistant_knowledge_sections", "Documentation sections indexed for search, by community.", []string{"community"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (k *knowledgeDocs) Describe(ch chan<- *prometheus.Desc) {
+	ch <- docsFetchesDesc
+	ch <- docsFailuresDesc
+	ch <- docsIndexedDesc
+	ch <- docsSectionsDesc
+	k.calls.Describe(ch)
+	k.duration.Describe(ch)
+}
+
+// Collect implements prometheus.Collector: the stores' counts as of now.
+func (k *knowledgeDocs) Collect(ch chan<- prometheus.Metric) {
+	k.mu.Lock()
+	ids := k.ids
+	k.mu.Unlock()
+	for _, id := range ids {
+		s := k.lib.Snapshot(id)
+		if s == nil {
+			continue
+		}
+		docs, sections := 0, 0
+		for _, d := range s.Docs {
+			if d.HasContent {
+				docs++
+			}
+			sections += d.Sections
+		}
+		ch <- prometheus.MustNewConstMetric(docsFetchesDesc, prometheus.CounterValue, float64(s.Fetches), id)
+		ch <- prometheus.MustNewConstMetric(docsFailuresDesc, prometheus.CounterValue, float64(s.FetchFailures), id)
+		ch <- prometheus.MustNewConstMetric(docsIndexedDesc, prometheus.GaugeValue, float64(docs), id)
+		ch <- prometheus.MustNewConstMetric(docsSectionsDesc, prometheus.GaugeValue, float64(sections), id)
+	}
+	k.calls.Collect(ch)
+	k.duration.Collect(ch)
 }
 
 // Docs implements chat.Knowledge. The sections are made again only when the Library's
@@ -159,7 +239,9 @@ func (k *knowledgeDocs) name(id string) string {
 
 // Retrieve implements chat.Knowledge: retrieve_{id}_docs, one passage (the document).
 func (k *knowledgeDocs) Retrieve(ctx context.Context, id, u string) chat.KnowledgeResult {
+	start := time.Now()
 	r, err := k.lib.Retrieve(ctx, id, u)
+	k.observe(id, "retrieve_docs", start, err != nil)
 	res := chat.KnowledgeResult{Text: knowledge.RetrieveText(k.name(id), u, r, err), IsError: err != nil}
 	if err == nil {
 		res.Passages = []chat.Passage{{Source: r.URL, Title: r.Title, Text: r.Content}}
@@ -172,7 +254,9 @@ const citedSectionChars = 2000
 
 // Search implements chat.Knowledge: search_{id}_docs, one passage per section.
 func (k *knowledgeDocs) Search(ctx context.Context, id, query string, limit int) chat.KnowledgeResult {
+	start := time.Now()
 	secs, err := k.lib.Search(ctx, id, query, limit)
+	k.observe(id, "search_docs", start, err != nil)
 	res := chat.KnowledgeResult{Text: knowledge.SearchText(k.name(id), id, query, secs, err), IsError: err != nil}
 	if err == nil {
 		for _, s := range secs {
@@ -183,8 +267,10 @@ func (k *knowledgeDocs) Search(ctx context.Context, id, query string, limit int)
 }
 
 // FetchPage implements chat.Knowledge: fetch_current_page, one passage (the page).
-func (k *knowledgeDocs) FetchPage(ctx context.Context, u string) chat.KnowledgeResult {
+func (k *knowledgeDocs) FetchPage(ctx context.Context, id, u string) chat.KnowledgeResult {
+	start := time.Now()
 	p, err := k.lib.FetchPage(ctx, u)
+	k.observe(id, "fetch_current_page", start, err != nil)
 	if err != nil {
 		var pe *knowledge.PageError
 		msg := "Error fetching " + u + ": " + err.Error()
@@ -195,4 +281,49 @@ func (k *knowledgeDocs) FetchPage(ctx context.Context, u string) chat.KnowledgeR
 	}
 	text := p.Text()
 	return chat.KnowledgeResult{Text: text, Passages: []chat.Passage{{Source: p.URL, Title: p.URL, Text: knowledge.Cut(text, int(limits.MaxDocumentChars))}}}
+}
+
+// DocsReport implements routers.DocsHealth: a community's documents as the store holds them.
+func (k *knowledgeDocs) DocsReport(id string) (routers.DocsReport, bool) {
+	s := k.lib.Snapshot(id)
+	if s == nil {
+		return routers.DocsReport{}, false
+	}
+	p := s.Prompt(k.budget)
+	r := routers.DocsReport{PreloadChars: p.PreloadChars, PreloadBudgetChars: k.budget, LastRefresh: routers.ISOTime(s.LastRefresh),
+		PreloadFailed: []routers.DocProblem{}, FetchFailed: []routers.DocProblem{}, Moved: []routers.DocProblem{}, Documents: []routers.DocStatus{}}
+	unavailable := map[string]bool{}
+	for _, d := range p.Unavailable {
+		unavailable[d.URL] = true
+		r.PreloadFailed = append(r.PreloadFailed, routers.DocProblem{URL: d.URL, Title: d.Title, Error: orText(d.LastError, "not fetched yet"), Since: routers.ISOTime(d.LastErrorAt)})
+	}
+	for _, d := range p.Moved {
+		r.Moved = append(r.Moved, routers.DocProblem{URL: d.URL, Title: d.Title})
+	}
+	for _, d := range s.Docs {
+		if d.Preload && d.HasContent {
+			r.Preloaded++
+		}
+		if d.LastError != "" && !unavailable[d.URL] {
+			r.FetchFailed = append(r.FetchFailed, routers.DocProblem{URL: d.URL, Title: d.Title, Error: d.LastError, Since: routers.ISOTime(d.LastErrorAt)})
+		}
+		st := routers.DocStatus{URL: d.URL, Title: d.Title, Preload: d.Preload, HasContent: d.HasContent,
+			FetchedAt: routers.ISOTime(d.FetchedAt), Bytes: d.Bytes, Sections: d.Sections}
+		if d.LastError != "" {
+			st.LastError = &d.LastError
+		}
+		r.Documents = append(r.Documents, st)
+	}
+	if fi, ok := k.lib.StoreInfo(id); ok {
+		r.Store = &routers.StoreStatus{Bytes: fi.Bytes, PublishedAt: routers.ISOTime(fi.PublishedAt),
+			AgeHours: float64(int(time.Since(fi.PublishedAt).Hours()*10)) / 10}
+	}
+	return r, true
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -310,9 +310,8 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		return nil, nil, fmt.Errorf("opening the knowledge store in %s: %v", s.knowledge.dataDir, err)
 	}
 	cleanups = append(cleanups, func() { _ = lib.Close() })
-	if err := lib.Apply(knowledgeCommunities(set)); err != nil {
-		log.Warn("knowledge: some communities were not taken", slog.Any("error", err))
-	}
+	docs := newKnowledgeDocs(lib, s.knowledge.preloadBudget, log)
+	docs.apply(set)
 
 	models := &chat.Models{Getenv: getenv, Default: s.defaultModel}
 	spent := chat.BudgetMetric()
@@ -327,7 +326,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		engine.Runner = runner
 	}
 	engine.MCP = mcps
-	engine.Knowledge = newKnowledgeDocs(lib, s.knowledge.preloadBudget)
+	engine.Knowledge = docs
 	srv, err := routers.New(routers.Deps{
 		Settings: routers.Settings{
 			BasePath: s.basePath, Deployment: dep, CORSOrigins: origins, AdminKey: s.adminKey,
@@ -337,13 +336,14 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		},
 		Logger:      log,
 		Getenv:      getenv,
-		Load:        withKnowledge(withMCP(load, mcps), lib, log),
+		Load:        withKnowledge(withMCP(load, mcps), docs),
 		Communities: set,
 		Engine:      engine,
 		Artifacts:   st,
 		Files:       st,
 		Limiter:     st,
-		Collectors:  append([]prometheus.Collector{spent, mcps}, runner.collectors()...),
+		Collectors:  append([]prometheus.Collector{spent, mcps, docs}, runner.collectors()...),
+		Docs:        docs,
 	})
 	if err != nil {
 		return nil, nil, err
