@@ -111,6 +111,17 @@ func TestSlugs(t *testing.T) {
 	}
 }
 
+// TestNestedHeadings: headings inside quotes and list items stay in their section's text
+// (a quoted "# x" once made the sectioner cut a slice backwards and panic).
+func TestNestedHeadings(t *testing.T) {
+	for _, md := range []string{"> # Quoted\n# Next\n\ntext\n", "- # Listed\n# Next\n\ntext\n", "> Quote\n> ===\n# Next\n\ntext\n"} {
+		secs := Sectionize("u", "D", md, false, nil)
+		if len(secs) != 2 || secs[1].HeadingPath != "D > Next" || secs[1].Text != "text" || !strings.Contains(secs[0].Text, "Quote") && !strings.Contains(secs[0].Text, "Listed") && !strings.Contains(secs[0].Text, "Quoted") {
+			t.Errorf("%q: %+v", md, secs)
+		}
+	}
+}
+
 func TestSectionRules(t *testing.T) {
 	long := strings.Repeat("word ", 700) // 3,500 characters
 	md := "lead text\n\n# Title\n\n# Other\n\n## Empty\n\n### Deep\n\ndeep text\n\n#### Four\n\nstays inside\n\n## Long\n\n" +

@@ -260,9 +260,10 @@ func (c *converter) element(n *html.Node, depth int) {
 	case atom.Ul, atom.Ol:
 		c.list(n, depth)
 	case atom.Blockquote:
+		// Headings inside a quote (or a list item) are not sections: their anchors are not
+		// kept, as the sectioner reads only top-level headings.
 		sub := &converter{base: c.base}
 		sub.block(n, depth)
-		c.headings = append(c.headings, sub.headings...)
 		c.writeBlock(sub.out.String(), "> ", "> ")
 	case atom.Hr:
 		c.writeBlock("---", "", "")
@@ -294,7 +295,6 @@ func (c *converter) list(n *html.Node, depth int) {
 		} else if !skipped(li) {
 			sub.element(li, depth+1)
 		}
-		c.headings = append(c.headings, sub.headings...)
 		text := strings.TrimSpace(sub.out.String())
 		if text == "" {
 			continue

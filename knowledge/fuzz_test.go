@@ -107,7 +107,7 @@ func FuzzConvertHTML(f *testing.F) {
 // FuzzSectionize splits any Markdown document: the sections keep the rules.
 func FuzzSectionize(f *testing.F) {
 	seedDocs(f, ".md")
-	for _, s := range []string{"# T\n\ntext", "Setext\n===\n\nx\n---\n", "```\n# not\n```\n# yes\nz", "#\n##\n###\n", "    # indented code\n", strings.Repeat("a", 9000)} {
+	for _, s := range []string{"# T\n\ntext", "Setext\n===\n\nx\n---\n", "```\n# not\n```\n# yes\nz", "#\n##\n###\n", "    # indented code\n", strings.Repeat("a", 9000), "> # q\n# n\n", "- # l\n# n\n", "> a\n> ---\n# b\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, md string) {

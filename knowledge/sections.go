@@ -55,8 +55,8 @@ type headingAt struct {
 	start, end int // byte offsets: the heading's first line's start, and just after its last line
 }
 
-// headingsOf returns the document's headings as the Markdown parser reads them (ATX and
-// setext, never inside code), in order.
+// headingsOf returns the document's top-level headings as the Markdown parser reads them
+// (ATX and setext, never inside code, quotes or lists), in order.
 func headingsOf(src []byte) []headingAt {
 	doc := markdown.Parser().Parse(text.NewReader(src))
 	var hs []headingAt
@@ -67,6 +67,11 @@ func headingsOf(src []byte) []headingAt {
 		h, ok := n.(*ast.Heading)
 		if !ok {
 			return ast.WalkContinue, nil
+		}
+		if _, top := h.Parent().(*ast.Document); !top {
+			// A heading inside a quote or a list item is part of that block's text, not a
+			// section of the document.
+			return ast.WalkSkipChildren, nil
 		}
 		lines := h.Lines()
 		if lines.Len() == 0 {
@@ -189,7 +194,7 @@ func Sectionize(docURL, docTitle, content string, fromHTML bool, headings []Head
 				break
 			}
 		}
-		add(anchor, strings.Join(parts, " > "), h.text, string(src[h.end:end]))
+		add(anchor, strings.Join(parts, " > "), h.text, string(src[min(h.end, end):end]))
 	}
 	return secs
 }
