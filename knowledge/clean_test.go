@@ -76,6 +76,19 @@ func TestConvertPieces(t *testing.T) {
 	}
 }
 
+// TestDeepJSONNotIndented: a deeply nested JSON document is kept as it came rather than
+// indented, which would make it a hundred times larger.
+func TestDeepJSONNotIndented(t *testing.T) {
+	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+	got := Convert([]byte(deep), "application/json", "json", "").Markdown
+	if len(got) > 2*len(deep) {
+		t.Errorf("%d bytes of JSON became %d", len(deep), len(got))
+	}
+	if got := Convert([]byte(`{"a":[1,{"b":"[not {nested"}]}`), "", "json", "").Markdown; got != "```json\n{\n  \"a\": [\n    1,\n    {\n      \"b\": \"[not {nested\"\n    }\n  ]\n}\n```\n" {
+		t.Errorf("shallow JSON: %q", got)
+	}
+}
+
 func TestAnchors(t *testing.T) {
 	page := `<!DOCTYPE html><html><body><main>
 <section id="sec-a"><h2>A</h2><p>a text</p></section>

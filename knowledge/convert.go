@@ -68,7 +68,9 @@ func Convert(body []byte, contentType, docType, base string) Converted {
 	if docType == "json" {
 		var buf bytes.Buffer
 		text := strings.TrimSpace(string(body))
-		if json.Indent(&buf, []byte(text), "", "  ") == nil {
+		// Indentation grows with depth on every line: a deep document (a few KB of "[[[[")
+		// would grow a hundredfold, so past a modest depth it is kept as it came.
+		if jsonDepth(text) <= maxJSONIndentDepth && json.Indent(&buf, []byte(text), "", "  ") == nil {
 			text = buf.String()
 		}
 		return Converted{Markdown: "```json\n" + text + "\n```\n"}
@@ -86,6 +88,37 @@ func Convert(body []byte, contentType, docType, base string) Converted {
 	}
 	c.block(mainContent(doc), 0)
 	return Converted{Markdown: c.out.String(), HTML: true, Headings: c.headings}
+}
+
+// maxJSONIndentDepth is the deepest JSON document that is pretty-printed.
+const maxJSONIndentDepth = 32
+
+// jsonDepth is the deepest nesting of arrays and objects in s, outside strings.
+func jsonDepth(s string) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // mainSelectors are tried in order; the first match in document order wins (spec §3.3 step 2).
