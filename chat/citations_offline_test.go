@@ -36,7 +36,7 @@ func (k *docsKnowledge) Search(_ context.Context, _, query string, _ int) Knowle
 	return KnowledgeResult{Text: strings.Join(text, "\n\n"), Passages: k.passages}
 }
 
-func (k *docsKnowledge) FetchPage(context.Context, string) KnowledgeResult {
+func (k *docsKnowledge) FetchPage(context.Context, string, string) KnowledgeResult {
 	return KnowledgeResult{Text: "not used", IsError: true}
 }
 
