@@ -133,8 +133,9 @@ type Result struct {
 	// Interpreter, for a session's run, names the interpreter that holds the session's state
 	// after the run (an id drawn when it started); the caller records it for the session's next
 	// run (Request.Interpreter). It is set when the run ended the interpreter too (a timeout),
-	// so the next run says it restarted wherever it runs, and "" when no state is left to
-	// remember (the prelude failed, so the next interpreter starts clean, as at first).
+	// so the next run says it restarted wherever it runs, and NoInterpreter when no state is
+	// left to remember (the prelude failed, so the next interpreter starts clean, as at first,
+	// and one elsewhere with older names is replaced).
 	Interpreter string
 }
 

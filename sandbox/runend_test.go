@@ -223,12 +223,17 @@ func TestSessionInterpreterRecord(t *testing.T) {
 		}
 		record = res.Interpreter
 	}
-	// A prelude that fails: nothing to remember, and the next run starts clean, without the line.
+	// b still holds an interpreter with y (step 2). A prelude that fails on a leaves nothing to
+	// remember: the next run there starts clean, without the line, and b's older interpreter
+	// is not reused.
 	res := sessionRun(t, a, Request{Source: "pass", Prelude: "raise ValueError('no')", Interpreter: record})
-	if !res.PreludeFailed || res.Interpreter != "" {
+	if !res.PreludeFailed || res.Interpreter != NoInterpreter {
 		t.Errorf("failed prelude: %+v", res)
 	}
-	res = sessionRun(t, a, Request{Source: "print(1)", Interpreter: ""})
+	if res := sessionRun(t, b, Request{Source: "print('y' in globals())", Interpreter: NoInterpreter}); res.Stdout != "False\n" || res.Interpreter == NoInterpreter {
+		t.Errorf("b after a's failed prelude: %q %q %q", res.Stdout, res.Stderr, res.Interpreter)
+	}
+	res = sessionRun(t, a, Request{Source: "print(1)", Interpreter: NoInterpreter})
 	if res.Stdout != "1\n" || res.Stderr != "" {
 		t.Errorf("after the failed prelude: %q %q", res.Stdout, res.Stderr)
 	}

@@ -21,6 +21,12 @@ import (
 // browser says after a reboot.
 const MsgRestarted = "[runtime] The server's Python was restarted; names defined by earlier runs are gone.\n"
 
+// NoInterpreter is the Result.Interpreter of a run that left no state to remember (its
+// prelude failed): no live interpreter has that id, so one elsewhere that still holds older
+// names of the session is replaced, while the next interpreter, which starts clean as at
+// first, does not say it restarted.
+const NoInterpreter = "-"
+
 // A Session is one reader session's live interpreter: its runs go to one instance that lives
 // between them, so globals, imports, /tmp and the files saved stay from run to run, and the
 // prelude runs once, when the instance starts (as the browser's boot). Runs are serialised. The
@@ -111,7 +117,7 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		s.live.Store(live)
 		// An interpreter of the session held state (here, or where the record says): gone.
-		restarted, prelude = s.ended || (req.Interpreter != "" && cur == nil), req.Prelude
+		restarted, prelude = s.ended || (req.Interpreter != "" && req.Interpreter != NoInterpreter && cur == nil), req.Prelude
 	}
 	live := s.live.Load()
 	if err := live.data.set(req.Data); err != nil {
@@ -180,7 +186,7 @@ func (s *Session) Run(ctx context.Context, req Request) (Result, error) {
 	if res.PreludeFailed {
 		s.stop(nil) // the prelude runs again in the next interpreter, which starts clean
 		s.ended = false
-		res.Interpreter = ""
+		res.Interpreter = NoInterpreter
 	}
 	res.Stdout, res.StdoutTruncated = stdout.String(), stdout.Truncated()
 	res.Stderr, res.StderrTruncated = stderr.String(), stderr.Truncated()

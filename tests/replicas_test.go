@@ -58,8 +58,14 @@ func TestLiveSessionsAcrossReplicas(t *testing.T) {
 // session's live interpreter, and returns the tool result the model read.
 func serverRun(t *testing.T, p *process, sid, code string) string {
 	t.Helper()
+	return serverRunIn(t, p, "tables", sid, code)
+}
+
+// serverRunIn is serverRun in another community.
+func serverRunIn(t *testing.T, p *process, community, sid, code string) string {
+	t.Helper()
 	msg, _ := json.Marshal(map[string]string{"message": "```python " + code + " ```", "session_id": sid})
-	resp, err := http.Post(p.url+"/tables/chat", "application/json", bytes.NewReader(msg))
+	resp, err := http.Post(p.url+"/"+community+"/chat", "application/json", bytes.NewReader(msg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,11 @@ type toolRunner struct {
 	// knows (nil: none kept, one replica's memory only).
 	records interpreterRecords
 	log     *slog.Logger
+	// workers reports the worker pool's counters (nil without a pool); stuck counts the
+	// in-process interpreters that did not stop when told to (nil with a pool, whose workers
+	// are killed for it and counted in workers).
+	workers func() sandbox.PoolStats
+	stuck   func() int64
 }
 
 // interpreterRecords is what the runner needs of the session store (store.Memory and
@@ -41,18 +46,34 @@ type interpreterRecords interface {
 	SetInterpreter(ctx context.Context, community, id, holder string) error
 }
 
-// collectors are the runner's metrics: its live session interpreters and their memory.
+// collectors are the runner's metrics: its live session interpreters and their memory, and
+// the interpreters that had to be killed.
 func (r *toolRunner) collectors() []prometheus.Collector {
-	if r == nil || r.sessionStats == nil {
+	if r == nil {
 		return nil
 	}
-	stat := r.sessionStats
-	return []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "assistant_python_sessions_live",
-			Help: "Live server-side Python interpreters of chat sessions."}, func() float64 { n, _ := stat(); return float64(n) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "assistant_python_sessions_memory_bytes",
-			Help: "Linear memory held by the live session interpreters."}, func() float64 { _, m := stat(); return float64(m) }),
+	var out []prometheus.Collector
+	if stat := r.sessionStats; stat != nil {
+		out = append(out,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "assistant_python_sessions_live",
+				Help: "Live server-side Python interpreters of chat sessions."}, func() float64 { n, _ := stat(); return float64(n) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "assistant_python_sessions_memory_bytes",
+				Help: "Linear memory held by the live session interpreters."}, func() float64 { _, m := stat(); return float64(m) }))
 	}
+	if w := r.workers; w != nil {
+		out = append(out,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "assistant_python_workers_started_total",
+				Help: "Python worker processes started, replacements included."}, func() float64 { return float64(w().Started) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "assistant_python_workers_killed_total",
+				Help: "Python workers killed: a run overstayed its deadline by the grace, or an interpreter did not stop when told to."}, func() float64 { return float64(w().Killed) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "assistant_python_workers_crashed_total",
+				Help: "Python workers that ended on their own."}, func() float64 { return float64(w().Crashed) }))
+	}
+	if st := r.stuck; st != nil {
+		out = append(out, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "assistant_python_interpreters_stuck_total",
+			Help: "In-process Python interpreters that did not stop within the grace when told to."}, func() float64 { return float64(st()) }))
+	}
+	return out
 }
 
 // ToolNote is the line the chat adds to a tool that runs on the server: what its Python has.
@@ -135,7 +156,7 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		// concurrent chats would take the server down with them.
 		lim := sandbox.NewLimited(eng, sandbox.LimitedOptions{Queue: s.sandboxQueue})
 		log.Info("python runs in this process", slog.Int("concurrency", lim.Concurrency()))
-		r := &toolRunner{run: lim.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages(), records: records, log: log}
+		r := &toolRunner{run: lim.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages(), records: records, log: log, stuck: eng.Stuck}
 		if s.sessionIdle <= 0 {
 			return r, func() {}, nil
 		}
@@ -188,7 +209,7 @@ func startRunner(ctx context.Context, s serveSettings, eng *sandbox.Engine, set 
 		return nil, nil, fmt.Errorf("starting the Python workers: %v", err)
 	}
 	log.Info("python workers ready", slog.Int("workers", pool.Stats().Workers))
-	r := &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages(), records: records, log: log}
+	r := &toolRunner{run: pool.Run, allowLoopback: s.sandboxLoopback, packages: eng.Packages(), records: records, log: log, workers: pool.Stats}
 	if s.sessionIdle > 0 {
 		// Each worker keeps its sessions' live interpreters (ending idle ones after --sandbox-session-idle);
 		// the pool sends a session's runs to the worker that holds it.
