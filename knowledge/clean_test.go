@@ -89,6 +89,18 @@ func TestDeepJSONNotIndented(t *testing.T) {
 	}
 }
 
+// TestNestingBounded: quotes and lists nested deep, around many short paragraphs, do not
+// multiply the output (each level prefixed every line and copied it again).
+func TestNestingBounded(t *testing.T) {
+	for _, tag := range []string{"blockquote", "ul><li"} {
+		page := "<html><body>" + strings.Repeat("<"+tag+">", 150) + strings.Repeat("<p>x</p>", 20000) + "</body></html>"
+		out := Convert([]byte(page), "", "html", "").Markdown
+		if len(out) > 4*len(page) || !strings.Contains(out, "x") {
+			t.Errorf("%s: %d bytes of HTML became %d of Markdown", tag, len(page), len(out))
+		}
+	}
+}
+
 func TestAnchors(t *testing.T) {
 	page := `<!DOCTYPE html><html><body><main>
 <section id="sec-a"><h2>A</h2><p>a text</p></section>

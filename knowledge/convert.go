@@ -201,6 +201,25 @@ type converter struct {
 	out      strings.Builder
 	base     *url.URL
 	headings []Heading
+	// nest is how many quotes and lists enclose this converter's output; past maxNest their
+	// content is written flat, since each level copies and prefixes every line again.
+	nest int
+}
+
+// Bounds on one conversion's output: a page can nest quotes and lists to make every line
+// longer and copied once per level. Each converter (the page's and one per open level)
+// writes at most maxConvertedBytes, so a conversion holds at most (maxNest+1) times that.
+const (
+	maxNest           = 6
+	maxConvertedBytes = MaxDocumentBytes
+)
+
+// maxDepth bounds the converter's recursion; html.Parse refuses a page nested deeper than
+// 512 elements, so no content of a parsed page is deeper than this.
+const maxDepth = 2048
+
+func (c *converter) sub() *converter {
+	return &converter{base: c.base, nest: c.nest + 1}
 }
 
 // blank ends the current block: the output ends in exactly one blank line (or is empty).
@@ -219,7 +238,7 @@ func (c *converter) blank() {
 // writeBlock writes a block's lines, each prefixed (for list items and quotes).
 func (c *converter) writeBlock(text, first, rest string) {
 	text = strings.Trim(text, "\n")
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" || c.out.Len() >= maxConvertedBytes {
 		return
 	}
 	c.blank()
@@ -253,7 +272,7 @@ func isBlock(n *html.Node) bool {
 
 // block writes the children of n as blocks; runs of inline children become paragraphs.
 func (c *converter) block(n *html.Node, depth int) {
-	if depth > 200 { // html.Parse nests at most 512 deep; this bounds the recursion further
+	if depth > maxDepth {
 		return
 	}
 	var inline []*html.Node
@@ -295,7 +314,11 @@ func (c *converter) element(n *html.Node, depth int) {
 	case atom.Blockquote:
 		// Headings inside a quote (or a list item) are not sections: their anchors are not
 		// kept, as the sectioner reads only top-level headings.
-		sub := &converter{base: c.base}
+		if c.nest >= maxNest {
+			c.block(n, depth)
+			return
+		}
+		sub := c.sub()
 		sub.block(n, depth)
 		c.writeBlock(sub.out.String(), "> ", "> ")
 	case atom.Hr:
@@ -322,10 +345,17 @@ func (c *converter) list(n *html.Node, depth int) {
 		if li.Type != html.ElementNode {
 			continue
 		}
-		sub := &converter{base: c.base}
+		if skipped(li) {
+			continue
+		}
+		if c.nest >= maxNest {
+			c.element(li, depth+1)
+			continue
+		}
+		sub := c.sub()
 		if li.DataAtom == atom.Li {
 			sub.block(li, depth+1)
-		} else if !skipped(li) {
+		} else {
 			sub.element(li, depth+1)
 		}
 		text := strings.TrimSpace(sub.out.String())
@@ -421,7 +451,7 @@ func (c *converter) inlineRaw(nodes []*html.Node) string {
 }
 
 func (c *converter) inline(b *strings.Builder, n *html.Node, depth int) {
-	if depth > 200 {
+	if depth > maxDepth {
 		return
 	}
 	switch n.Type {
@@ -546,7 +576,7 @@ func plainText(n *html.Node) string {
 	var b strings.Builder
 	var walk func(*html.Node, int)
 	walk = func(n *html.Node, depth int) {
-		for ch := n.FirstChild; ch != nil && depth < 200; ch = ch.NextSibling {
+		for ch := n.FirstChild; ch != nil && depth < maxDepth; ch = ch.NextSibling {
 			switch {
 			case ch.Type == html.TextNode:
 				b.WriteString(ch.Data)
