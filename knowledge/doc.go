@@ -85,13 +85,16 @@
 // Markdown by this package's own converter, which records each heading's anchor (its id,
 // an <a id|name> inside it, or its enclosing section's id). No HTML-to-Markdown library was
 // taken: the one served (JohannesKaufmann/html-to-markdown v2) brings a dozen modules and
-// would still need its renderers replaced to keep the anchors. markdown is kept as it is and
-// json pretty-printed in a fence. Clean then applies the spec's steps (1)–(6), never
+// would still need its renderers replaced to keep the anchors. Quotes and lists nested past
+// 6 levels are written flat and a conversion writes at most 4 MiB, so no page can make its
+// Markdown much larger than itself. markdown is kept as it is and json pretty-printed in a
+// fence (kept as it came when nested deeper than 32, as indentation grows with depth). Clean then applies the spec's steps (1)–(6), never
 // touching fenced code or code spans (tags are stripped with the HTML tokenizer; the
 // link and image rewrites are the reference's patterns, applied outside code only).
 //
 // Headings are read with goldmark (CommonMark: setext headings, fences and indented code
-// are right), and Sectionize cuts the document at levels 1–3: the lead under the document
+// are right), and Sectionize cuts the document at its top-level headings (one inside a quote
+// or a list item stays in its section's text) of levels 1–3: the lead under the document
 // title, heading-only sections skipped, sections over 4,000 characters split at blank lines
 // outside fences (hard cut inside a longer paragraph); anchors are the converter's for HTML
 // and GitHub-style slugs for Markdown (repeats get -1, -2).
