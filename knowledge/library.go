@@ -93,6 +93,9 @@ type DocState struct {
 	// LastError is the last fetch's error text (spec §3.3 step 5), "" after a success.
 	LastError   string
 	LastErrorAt time.Time
+	// FailingSince is when the failures up to LastError began (the first failure since the
+	// last success); zero after a success.
+	FailingSince time.Time
 
 	html     bool
 	headings []Heading
@@ -456,7 +459,7 @@ func (l *Library) fetchLocked(ctx context.Context, c *community, d Doc) {
 		var f *fetched
 		f, err = l.docs.fetch(ctx, d.fetchURL(), etag, lm)
 		if err == nil && f.NotModified {
-			next.FetchedAt, next.LastError, next.LastErrorAt = now, "", time.Time{}
+			next.FetchedAt, next.LastError, next.LastErrorAt, next.FailingSince = now, "", time.Time{}, time.Time{}
 			if f.ETag != "" {
 				next.etag = f.ETag
 			}
@@ -484,6 +487,9 @@ func (l *Library) fetchLocked(ctx context.Context, c *community, d Doc) {
 			l.log.Warn("knowledge: document fetch failed", "community", c.cfg.ID, "url", d.fetchURL(), "error", msg, "has_copy", prev.HasContent)
 		}
 		next.LastError, next.LastErrorAt = msg, now
+		if prev.LastError == "" || prev.FailingSince.IsZero() {
+			next.FailingSince = now
+		}
 		l.saveState(c, &next)
 		return
 	}
@@ -498,7 +504,7 @@ func (l *Library) fetchLocked(ctx context.Context, c *community, d Doc) {
 	}
 	next.Content, next.HasContent, next.Bytes = content, true, len(content)
 	next.html, next.headings = conv.HTML, conv.Headings
-	next.FetchedAt, next.LastError, next.LastErrorAt = now, "", time.Time{}
+	next.FetchedAt, next.LastError, next.LastErrorAt, next.FailingSince = now, "", time.Time{}, time.Time{}
 	if content != prev.Content || !prev.HasContent {
 		l.gen.Add(1)
 	}
@@ -687,6 +693,7 @@ type cacheMeta struct {
 	LastModified string    `json:"last_modified"`
 	LastError    string    `json:"last_error"`
 	LastErrorAt  string    `json:"last_error_at"`
+	FailingSince string    `json:"failing_since,omitempty"`
 	Converter    int       `json:"converter"`
 	HTML         bool      `json:"html"`
 	Headings     []Heading `json:"headings,omitempty"`
@@ -706,6 +713,9 @@ func (l *Library) writeCache(id string, s *DocState) error {
 		Converter: converterVersion, HTML: s.html, Headings: s.headings}
 	if !s.FetchedAt.IsZero() {
 		meta.FetchedAt = timestamp(s.FetchedAt)
+	}
+	if !s.FailingSince.IsZero() {
+		meta.FailingSince = timestamp(s.FailingSince)
 	}
 	if !s.LastErrorAt.IsZero() {
 		meta.LastErrorAt = timestamp(s.LastErrorAt)
@@ -745,6 +755,7 @@ func (l *Library) loadCache(c *community) {
 		s := &DocState{Doc: d, LastError: meta.LastError, html: meta.HTML, headings: meta.Headings}
 		s.FetchedAt, _ = parseTime(meta.FetchedAt)
 		s.LastErrorAt, _ = parseTime(meta.LastErrorAt)
+		s.FailingSince, _ = parseTime(meta.FailingSince)
 		if meta.Converter == converterVersion {
 			s.etag, s.lastMod = meta.ETag, meta.LastModified
 		}

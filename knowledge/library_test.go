@@ -192,8 +192,18 @@ func TestFetchCacheIndex(t *testing.T) {
 		}
 	}
 	after := ready(t, l2, "eaf")
-	if after.FetchFailures != uint64(len(testDocs)) {
-		t.Errorf("%d failures counted with the site down, want %d", after.FetchFailures, len(testDocs))
+	since := after.Docs[0].FailingSince
+	if since.IsZero() || !since.Equal(after.Docs[0].LastErrorAt) {
+		t.Errorf("failing since %v, last error at %v", since, after.Docs[0].LastErrorAt)
+	}
+	if err := l2.Refresh(t.Context(), "eaf"); err != nil {
+		t.Fatal(err)
+	}
+	if d := l2.Snapshot("eaf").Docs[0]; !d.FailingSince.Equal(since) || !d.LastErrorAt.After(since) {
+		t.Errorf("a second failure moved the start of the failures (%v to %v) or not the last one (%v)", since, d.FailingSince, d.LastErrorAt)
+	}
+	if after := l2.Snapshot("eaf"); after.FetchFailures != 2*uint64(len(testDocs)) {
+		t.Errorf("%d failures counted with the site down, want %d", after.FetchFailures, 2*len(testDocs))
 	}
 	for _, d := range after.Docs {
 		if !d.HasContent || !strings.HasPrefix(d.LastError, "Request failed: ") {
