@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +102,11 @@ func serve(t *testing.T, env []string, args ...string) *process {
 	}()
 	select {
 	case line := <-lines:
+		// A people's line ("assistant v serving on http://…/"), or, with JSON logs, a record.
+		var rec struct{ Msg, URL string }
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "serving" {
+			line = rec.URL
+		}
 		i := strings.Index(line, "http://")
 		if i < 0 {
 			t.Fatalf("unexpected first line %q", line)
@@ -144,7 +150,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestServeShippedCommunities(t *testing.T) {
-	p := serve(t, nil, "--communities", "../communities")
+	// Text logs: the start lines are the people's (with JSON logs they are records too).
+	p := serve(t, nil, "--communities", "../communities", "--log-format", "text")
 	for _, id := range []string{"bids", "hed", "nemar"} {
 		if code, body := get(t, p.url+"/"+id); code != 200 || !strings.Contains(body, `"id":"`+id+`"`) {
 			t.Errorf("GET /%s: %d %s", id, code, body)

@@ -205,6 +205,12 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, logOptions))
 }
 
+// isJSON reports whether log writes JSON records.
+func isJSON(log *slog.Logger) bool {
+	_, ok := log.Handler().(*slog.JSONHandler)
+	return ok
+}
+
 // buildServer follows the start-up order: settings, then every community (anything broken stops
 // here, before listening), then the HTTP handler.
 func buildServer(ctx context.Context, s serveSettings, getenv func(string) string, log *slog.Logger) (_ *routers.Server, _ func(), err error) {
@@ -402,9 +408,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	go func() { errc <- front.Serve(ln) }()
 	url := "http://" + displayAddr(ln.Addr()) + s.basePath + "/"
 	log.Info("serving", slog.String("url", url), slog.String("communities", s.communities), slog.String("version", version))
-	fmt.Fprintf(stdout, "assistant %s serving on %s\n", version, url)
-	for _, id := range srv.DemoCommunities() {
-		fmt.Fprintf(stdout, "demo page: %s%s/demo/\n", url, id)
+	// The start lines on stdout: for people, or, where the logs are JSON (stdout and stderr
+	// are often one stream then), JSON records too.
+	if out := newLogger(s.logFormat, stdout); isJSON(out) {
+		out.Info("serving", slog.String("url", url), slog.String("version", version))
+		for _, id := range srv.DemoCommunities() {
+			out.Info("demo page", slog.String("url", url+id+"/demo/"), slog.String("community", id))
+		}
+	} else {
+		fmt.Fprintf(stdout, "assistant %s serving on %s\n", version, url)
+		for _, id := range srv.DemoCommunities() {
+			fmt.Fprintf(stdout, "demo page: %s%s/demo/\n", url, id)
+		}
 	}
 	select {
 	case err := <-errc:
