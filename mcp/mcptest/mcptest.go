@@ -22,6 +22,15 @@ import (
 // running its tests; a command server's config must name it in env.
 const ChildEnv = "MCPTEST_STDIO_CHILD"
 
+// PrettyEnv, set in a child's environment, makes it write every message indented over many
+// lines, as some servers do: JSON-RPC over stdio ends a message where its JSON value ends, not
+// at a newline.
+const PrettyEnv = "MCPTEST_STDIO_PRETTY"
+
+// CallsEnv, set in a child's environment to a file's path, makes it append the name of every
+// tools/call it receives to that file, a line each, before the tool runs.
+const CallsEnv = "MCPTEST_STDIO_CALLS"
+
 // NewServer returns the test server. Its tools:
 //
 //   - echo {text}: answers "echo: <text>"
@@ -31,7 +40,8 @@ const ChildEnv = "MCPTEST_STDIO_CHILD"
 //   - rename_me: removes itself and adds "renamed", so the server sends tools/list_changed
 //   - pid: answers the server's process id
 //   - big: answers 100,000 characters of "x"
-//   - flood {bytes}: answers that many characters of "x" (over HTTP, Handler streams it)
+//   - flood {bytes, blocks}: answers that many characters of "x", in that many text blocks
+//     (default 1; over HTTP, Handler streams it as one)
 //   - chatty {events, size}: over HTTP, Handler streams that many log notifications of that
 //     size before the answer "chatty: done"; over stdio it only answers
 //   - bad_schema: an input schema that is not a JSON Schema
@@ -71,11 +81,20 @@ func NewServer() *sdk.Server {
 		return text(strings.Repeat("x", 100_000)), nil
 	})
 	s.AddTool(&sdk.Tool{Name: "flood", Description: "An answer as long as asked.", InputSchema: map[string]any{
-		"type": "object", "properties": map[string]any{"bytes": map[string]any{"type": "integer"}, "sse": map[string]any{"type": "boolean"}},
+		"type": "object", "properties": map[string]any{"bytes": map[string]any{"type": "integer"}, "blocks": map[string]any{"type": "integer"}, "sse": map[string]any{"type": "boolean"}},
 	}}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		var in struct{ Bytes int }
+		var in struct{ Bytes, Blocks int }
 		_ = json.Unmarshal(req.Params.Arguments, &in)
-		return text(strings.Repeat("x", in.Bytes)), nil
+		blocks := max(in.Blocks, 1)
+		res := &sdk.CallToolResult{}
+		for i := range blocks {
+			n := in.Bytes / blocks
+			if i == 0 {
+				n += in.Bytes % blocks
+			}
+			res.Content = append(res.Content, &sdk.TextContent{Text: strings.Repeat("x", n)})
+		}
+		return res, nil
 	})
 	s.AddTool(&sdk.Tool{Name: "chatty", Description: "Many small messages, then an answer.", InputSchema: map[string]any{
 		"type": "object", "properties": map[string]any{"events": map[string]any{"type": "integer"}, "size": map[string]any{"type": "integer"}},
@@ -246,11 +265,52 @@ func NewHTTP(check func(*http.Request) bool) *httptest.Server {
 }
 
 // ServeStdioIfChild serves MCP over stdio and exits when the process was started as a child
-// (ChildEnv set); call it first in TestMain.
+// (ChildEnv set, and PrettyEnv and CallsEnv as they say); call it first in TestMain.
 func ServeStdioIfChild() {
 	if os.Getenv(ChildEnv) == "" {
 		return
 	}
-	_ = NewServer().Run(context.Background(), &sdk.StdioTransport{})
+	srv := NewServer()
+	if path := os.Getenv(CallsEnv); path != "" {
+		srv.AddReceivingMiddleware(recordCalls(path))
+	}
+	var out io.WriteCloser = os.Stdout
+	if os.Getenv(PrettyEnv) != "" {
+		out = indenter{os.Stdout}
+	}
+	_ = srv.Run(context.Background(), &sdk.IOTransport{Reader: os.Stdin, Writer: out})
 	os.Exit(0)
 }
+
+// recordCalls appends the name of every tools/call to the file at path.
+func recordCalls(path string) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if call, ok := req.(*sdk.CallToolRequest); ok {
+				if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+					_, _ = f.WriteString(call.Params.Name + "\n")
+					_ = f.Close()
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// indenter writes each message it is given (the SDK writes one a Write, ending in a newline)
+// indented, one member or element a line.
+type indenter struct{ w io.WriteCloser }
+
+func (i indenter) Write(p []byte) (int, error) {
+	var b bytes.Buffer
+	if err := json.Indent(&b, bytes.TrimRight(p, "\n"), "", "  "); err != nil {
+		return 0, err
+	}
+	b.WriteByte('\n')
+	if _, err := i.w.Write(b.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (i indenter) Close() error { return i.w.Close() }
