@@ -1,20 +1,24 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// MaxMessageBytes caps one JSON-RPC message read from an MCP server: a line of a stdio child,
-// one event of an SSE stream, or a whole other HTTP body (a JSON answer, an error page). Past it
-// the reader stops and the message is not read. A call holds at most one such message, and a
-// server has at most Options.MaxCallsInFlight calls under way, so what answers hold in memory
-// is bounded whatever the number of readers asking.
+// MaxMessageBytes caps one JSON-RPC message read from an MCP server: one JSON value of a stdio
+// child (however many lines it spans), one event of an SSE stream, or a whole other HTTP body (a
+// JSON answer, an error page). Past it the reader stops and the message is not read. A call
+// holds at most one such message, and a server has at most Options.MaxCallsInFlight calls under
+// way, so what answers hold in memory is bounded whatever the number of readers asking.
 const MaxMessageBytes = 1 << 20
 
 // TooLargeError is an answer of an MCP server longer than MaxMessageBytes: it was not read (the
@@ -29,6 +33,19 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("the answer of MCP server %s was larger than %s; it was not read", e.Server, sizeText(e.Limit))
 }
 
+// ResetError is a call that was under way on a connection dropped because another message on it
+// (another call's answer, or a message of the server's own) was larger than MaxMessageBytes.
+// Unlike a *TooLargeError, calling again may work.
+type ResetError struct {
+	Server string
+	Limit  int64 // bytes
+}
+
+// Error is the message the log and the model read.
+func (e *ResetError) Error() string {
+	return fmt.Sprintf("the connection to MCP server %s was reset: a message on it larger than %s was not this call's answer", e.Server, sizeText(e.Limit))
+}
+
 func sizeText(n int64) string {
 	if n >= 1<<20 && n%(1<<20) == 0 {
 		return fmt.Sprintf("%d MiB", n>>20)
@@ -40,10 +57,14 @@ func sizeText(n int64) string {
 type framing int
 
 const (
-	wholeBody   framing = iota // the body is one message
-	ndjsonLines                // one message a line (stdio)
-	sseEvents                  // one message an event: lines up to a blank line (text/event-stream)
+	wholeBody  framing = iota // the body is one message
+	jsonValues                // one message a JSON value, over any number of lines (stdio)
+	sseEvents                 // one message an event: lines up to a blank line (text/event-stream)
 )
+
+// headBytes is how much of the current message a jsonValues reader keeps, to tell whose answer
+// one past the cap was (answerOf).
+const headBytes = 512
 
 // capReader reads r and fails with a *TooLargeError once one message passes limit bytes. It
 // fails while reading, before the consumer buffers more: what comes after is never read, and r
@@ -53,17 +74,26 @@ type capReader struct {
 	limit  int64
 	frames framing
 	server string
-	// tripped, when set, is told that the cap was hit (the call that is waiting for the answer).
-	tripped func()
+	// tripped, when set, is told that the cap was hit, with the first headBytes of the message
+	// that passed it (jsonValues; nil otherwise), before the error is returned.
+	tripped func(head []byte)
 
 	n           int64 // bytes of the current message
 	atLineStart bool  // the last byte ended a line (SSE)
 	afterCR     bool  // the last byte was '\r' (SSE: "\r\n" ends one line)
+	depth       int   // open objects and arrays (JSON)
+	inString    bool  // within a string (JSON)
+	escaped     bool  // the last byte was the backslash of an escape in a string (JSON)
+	head        []byte
 	err         error // sticky
 }
 
-func newCapReader(r io.ReadCloser, limit int64, frames framing, server string, tripped func()) *capReader {
-	return &capReader{r: r, limit: limit, frames: frames, server: server, tripped: tripped, atLineStart: true}
+func newCapReader(r io.ReadCloser, limit int64, frames framing, server string, tripped func(head []byte)) *capReader {
+	c := &capReader{r: r, limit: limit, frames: frames, server: server, tripped: tripped, atLineStart: true}
+	if frames == jsonValues {
+		c.head = make([]byte, 0, headBytes)
+	}
+	return c
 }
 
 func (c *capReader) Read(p []byte) (int, error) {
@@ -88,9 +118,27 @@ func (c *capReader) Read(p []byte) (int, error) {
 // frame ends the current message at its delimiter.
 func (c *capReader) frame(b byte) {
 	switch c.frames {
-	case ndjsonLines:
-		if b == '\n' {
-			c.n = 0
+	case jsonValues:
+		// A message ends where its value (an object, or a batch's array) closes, as the SDK's
+		// json.Decoder reads it, not at a newline: an indented answer spans many lines. What
+		// comes between two values counts toward the next.
+		if len(c.head) < headBytes {
+			c.head = append(c.head, b)
+		}
+		switch {
+		case c.escaped:
+			c.escaped = false
+		case c.inString:
+			c.escaped = b == '\\'
+			c.inString = b != '"'
+		case b == '"':
+			c.inString = true
+		case b == '{' || b == '[':
+			c.depth++
+		case (b == '}' || b == ']') && c.depth > 0:
+			if c.depth--; c.depth == 0 {
+				c.n, c.head = 0, c.head[:0]
+			}
 		}
 	case sseEvents:
 		// SSE ends a line with "\r\n", "\n" or "\r", and an event with an empty line.
@@ -114,15 +162,16 @@ func (c *capReader) trip() {
 	c.err = &TooLargeError{Server: c.server, Limit: c.limit}
 	_ = c.r.Close()
 	if c.tripped != nil {
-		c.tripped()
+		c.tripped(c.head)
 	}
 }
 
 func (c *capReader) Close() error { return c.r.Close() }
 
 // callWatch is told when the answer of one call (or of one tools/list) was too large. The SDK
-// reports an HTTP body that failed to read as text, so the request's context carries the watch
-// to the reader of its answer.
+// reports an HTTP body that failed to read as text, and a stdio connection that failed ends every
+// call under way on it with one error, so the request's context carries the watch to the reader
+// of its answer (boundTransport, stdioConn).
 type callWatch struct{ tooLarge atomic.Bool }
 
 type callWatchKey struct{}
@@ -137,10 +186,72 @@ func watchOf(ctx context.Context) *callWatch {
 	return w
 }
 
-// tooLarge reports whether err ended a call whose answer passed MaxMessageBytes.
-func tooLarge(err error, w *callWatch) bool {
+// capError is the error of a call (or a tools/list) that failed with err: a *TooLargeError if its
+// own answer passed MaxMessageBytes, a *ResetError if another message did and its connection
+// ended with it, nil otherwise.
+func capError(server string, err error, w *callWatch) error {
 	var tl *TooLargeError
-	return errors.As(err, &tl) || w != nil && w.tooLarge.Load()
+	switch {
+	case w.tooLarge.Load():
+		return &TooLargeError{Server: server, Limit: MaxMessageBytes}
+	case errors.As(err, &tl):
+		return &ResetError{Server: server, Limit: MaxMessageBytes}
+	}
+	return nil
+}
+
+// answerKind is what the first bytes of a message say about whose answer it is.
+type answerKind int
+
+const (
+	unknownAnswer answerKind = iota // they end before they tell
+	answerTo                        // the answer to the call of the id
+	notAnswer                       // a request or notification of the server's own
+)
+
+// answerOf reads the first bytes of a JSON-RPC message (head) for the call it answers. Members
+// come in any order: Go and Python servers write "id" ahead of "result" and "method", so the
+// kind is known; a TypeScript server writes it after the result, past what head holds.
+func answerOf(head []byte) (jsonrpc.ID, answerKind) {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return jsonrpc.ID{}, unknownAnswer // a batch, or not JSON-RPC at all
+	}
+	var id jsonrpc.ID
+	hasID, answer := false, false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch key {
+		case "method":
+			return jsonrpc.ID{}, notAnswer
+		case "result", "error":
+			if hasID {
+				return id, answerTo
+			}
+			answer = true
+		case "id":
+			v, err := dec.Token()
+			if err == nil {
+				id, err = jsonrpc.MakeID(v) // null, the id of no call, matches none
+			}
+			if err != nil {
+				return jsonrpc.ID{}, unknownAnswer
+			}
+			if answer {
+				return id, answerTo
+			}
+			hasID = true
+			continue
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			break
+		}
+	}
+	return jsonrpc.ID{}, unknownAnswer
 }
 
 // boundTransport caps every response body of a url server as it is read: per event for an SSE
@@ -161,9 +272,9 @@ func (b boundTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
 		frames = sseEvents
 	}
-	var tripped func()
+	var tripped func([]byte)
 	if w := watchOf(r.Context()); w != nil {
-		tripped = func() { w.tooLarge.Store(true) }
+		tripped = func([]byte) { w.tooLarge.Store(true) }
 	}
 	resp.Body = newCapReader(resp.Body, b.limit, frames, b.server, tripped)
 	return resp, nil

@@ -8,36 +8,79 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// TestCapReaderFrames: the cap bounds each message as its framing delimits it (a line, an SSE
-// event ended by a blank line in any of SSE's three line endings, a whole body), and the bytes
-// of earlier messages are all delivered before the error.
+// TestCapReaderFrames: the cap bounds each message as its framing delimits it (a JSON value
+// however it is laid out, an SSE event ended by a blank line in any of SSE's three line endings,
+// a whole body), and the bytes of earlier messages are all delivered before the error. A JSON
+// message past the cap is told with its first bytes.
 func TestCapReaderFrames(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		frames framing
 		in     string
-		want   string // what is read before the error
+		read   int    // bytes read before the error; len(in) when there is none
+		head   string // what the tripped function is given (JSON)
 		tooBig bool
 	}{
-		{name: "lines within", frames: ndjsonLines, in: "12345678\n12345678\n", want: "12345678\n12345678\n"},
-		{name: "line past", frames: ndjsonLines, in: "1234\n1234567890123\n", want: "1234\n123456789012", tooBig: true},
-		{name: "sse LF within", frames: sseEvents, in: "data: 1\n\ndata: 2\n\n", want: "data: 1\n\ndata: 2\n\n"},
-		{name: "sse CRLF within", frames: sseEvents, in: "data: 1\r\n\r\ndata: 2\r\n\r\n", want: "data: 1\r\n\r\ndata: 2\r\n\r\n"},
-		{name: "sse CR within", frames: sseEvents, in: "data: 1\r\rdata: 2\r\r", want: "data: 1\r\rdata: 2\r\r"},
-		{name: "sse lines of one event add up", frames: sseEvents, in: "data: 1\ndata: 2\n\n", want: "data: 1\ndata: 2\n"[:12], tooBig: true},
-		{name: "sse CRLF is one line end", frames: sseEvents, in: "d:12345\r\nd:6789\r\n\r\n", want: "d:12345\r\nd:6", tooBig: true},
-		{name: "whole within", frames: wholeBody, in: "123456789012", want: "123456789012"},
-		{name: "whole past", frames: wholeBody, in: "1234567890123", want: "123456789012", tooBig: true},
+		{name: "json values within", frames: jsonValues, in: `{"a":1234}` + "\n" + `{"b":5678}` + "\n", read: 22},
+		{name: "json value past", frames: jsonValues, in: `{"a":1}` + "\n" + `{"b":"1234567890"}`, read: 7 + 12, head: "\n" + `{"b":"12345`, tooBig: true},
+		{name: "json lines of one value add up", frames: jsonValues, in: "{\n \"a\": 1,\n \"b\": 2\n}\n", read: 12, head: "{\n \"a\": 1,\n ", tooBig: true},
+		{name: "json bracket in a string", frames: jsonValues, in: `{"a":"}}}}}}}}}}}}}}"}`, read: 12, head: `{"a":"}}}}}}`, tooBig: true},
+		{name: "json escaped quote", frames: jsonValues, in: `{"a":"\"}}}}}}}}}}}}"}`, read: 12, head: `{"a":"\"}}}}`, tooBig: true},
+		{name: "json escaped backslash", frames: jsonValues, in: `{"a":"\\"}{"b":1}`, read: 17},
+		{name: "json space between values counts", frames: jsonValues, in: "{}" + strings.Repeat(" ", 20), read: 2 + 12, head: strings.Repeat(" ", 12), tooBig: true},
+		{name: "json batch is one value", frames: jsonValues, in: `[{"a":1},{"b":2}]`, read: 12, head: `[{"a":1},{"b`, tooBig: true},
+		{name: "sse LF within", frames: sseEvents, in: "data: 1\n\ndata: 2\n\n", read: 18},
+		{name: "sse CRLF within", frames: sseEvents, in: "data: 1\r\n\r\ndata: 2\r\n\r\n", read: 22},
+		{name: "sse CR within", frames: sseEvents, in: "data: 1\r\rdata: 2\r\r", read: 18},
+		{name: "sse lines of one event add up", frames: sseEvents, in: "data: 1\ndata: 2\n\n", read: 12, tooBig: true},
+		{name: "sse CRLF is one line end", frames: sseEvents, in: "d:12345\r\nd:6789\r\n\r\n", read: 12, tooBig: true},
+		{name: "whole within", frames: wholeBody, in: "123456789012", read: 12},
+		{name: "whole past", frames: wholeBody, in: "1234567890123", read: 12, tooBig: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tripped := false
-			r := newCapReader(io.NopCloser(strings.NewReader(tc.in)), 12, tc.frames, "kb", func() { tripped = true })
+			tripped, head := false, ""
+			r := newCapReader(io.NopCloser(strings.NewReader(tc.in)), 12, tc.frames, "kb", func(h []byte) { tripped, head = true, string(h) })
 			got, err := io.ReadAll(r)
 			var tl *TooLargeError
-			if string(got) != tc.want || errors.As(err, &tl) != tc.tooBig || tripped != tc.tooBig {
-				t.Errorf("read %q, %v (tripped %v); want %q, too large %v", got, err, tripped, tc.want, tc.tooBig)
+			if string(got) != tc.in[:tc.read] || errors.As(err, &tl) != tc.tooBig || tripped != tc.tooBig || head != tc.head {
+				t.Errorf("read %q, %v (tripped %v with %q); want %q, too large %v, with %q", got, err, tripped, head, tc.in[:tc.read], tc.tooBig, tc.head)
+			}
+		})
+	}
+}
+
+// TestAnswerOf: the first bytes of a message past the cap tell whose answer it is when the id
+// comes before the result (Go and Python servers), that it answers no call when it is the
+// server's own request or notification, and nothing when they end first (TypeScript servers
+// write the id last).
+func TestAnswerOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		head string
+		id   jsonrpc.ID
+		kind answerKind
+	}{
+		{name: "go order", head: `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"xxxx`, id: mustID(7.0), kind: answerTo},
+		{name: "indented", head: "\n{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 7,\n  \"result\": {\n    \"content\": [", id: mustID(7.0), kind: answerTo},
+		{name: "string id, error", head: `{"id":"a-1","jsonrpc":"2.0","error":{"code":-32603,"message":"xxxx`, id: mustID("a-1"), kind: answerTo},
+		{name: "id after a short result", head: `{"result":{},"jsonrpc":"2.0","id":3}`, id: mustID(3.0), kind: answerTo},
+		{name: "null id", head: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700`, kind: answerTo},
+		{name: "typescript order", head: `{"result":{"content":[{"type":"text","text":"xxxx`, kind: unknownAnswer},
+		{name: "id, then cut", head: `{"jsonrpc":"2.0","id":7`, kind: unknownAnswer},
+		{name: "server request", head: `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"xxxx`, kind: notAnswer},
+		{name: "notification", head: `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"xxxx`, kind: notAnswer},
+		{name: "batch", head: `[{"jsonrpc":"2.0","id":7,"result":{`, kind: unknownAnswer},
+		{name: "space", head: "\n   \n", kind: unknownAnswer},
+		{name: "not json", head: "Traceback (most recent call last):", kind: unknownAnswer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, kind := answerOf([]byte(tc.head))
+			if id != tc.id || kind != tc.kind {
+				t.Errorf("answerOf = %v, %v; want %v, %v", id, kind, tc.id, tc.kind)
 			}
 		})
 	}
@@ -62,6 +105,15 @@ func TestHeadersOnlyToOrigin(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("Authorization sent: %q, want %q", got, want)
 	}
+}
+
+// mustID is the id the SDK makes of v, a JSON number (float64) or string.
+func mustID(v any) jsonrpc.ID {
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		panic(err)
+	}
+	return id
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,8 +25,9 @@ const (
 // with it over its stdin and stdout. The SDK's CommandTransport ends only the child: whatever
 // the child started (a wrapper's real server, "yes >&2 &") was left running. Here the group
 // ends with the child: when it exits, when the connection closes (close, reload, reconnect),
-// and when the server is stopped while the child starts (its context is cancelled). Each line
-// the child writes is capped at MaxMessageBytes as it is read.
+// and when the server is stopped while the child starts (its context is cancelled). Each message
+// the child writes (a JSON value, over however many lines) is capped at MaxMessageBytes as it is
+// read, and one past the cap is told to the call it answers (stdioConn).
 type commandTransport struct {
 	cmd    *exec.Cmd
 	server string
@@ -68,10 +70,65 @@ func (t *commandTransport) Connect(ctx context.Context) (sdk.Connection, error) 
 		endGroup(c.cmd.Process, groupWait)
 		close(c.ended)
 	}()
-	return (&sdk.IOTransport{
-		Reader: newCapReader(outR, MaxMessageBytes, ndjsonLines, t.server, nil),
+	sc := &stdioConn{pending: map[jsonrpc.ID]*callWatch{}}
+	// The SDK's own cap (IOTransport.MaxLineLength) is left at its default, far above ours: its
+	// error is not exported, so it could not be told from another, and it counts what the
+	// decoder reads ahead into the next message as this one's.
+	conn, err := (&sdk.IOTransport{
+		Reader: newCapReader(outR, MaxMessageBytes, jsonValues, t.server, sc.tooLarge),
 		Writer: c,
 	}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc.Connection = conn
+	return sc, nil
+}
+
+// stdioConn is the SDK's connection to a child, which also knows which call an answer too large
+// to read was for. The connection ends with such an answer, and every call under way on it with
+// the same error; only the watch of the call it answered is marked, so that the others are told
+// the connection was reset (capError), and may be made again.
+type stdioConn struct {
+	sdk.Connection
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]*callWatch // calls written with a watch, until their context ends
+}
+
+// Write notes the watch of a call before it is sent.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		if w := watchOf(ctx); w != nil {
+			c.mu.Lock()
+			c.pending[req.ID] = w
+			c.mu.Unlock()
+			context.AfterFunc(ctx, func() {
+				c.mu.Lock()
+				delete(c.pending, req.ID)
+				c.mu.Unlock()
+			})
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// tooLarge marks the call whose answer begins with head as too large: the one its id names or,
+// when head ends before the id (a TypeScript server writes it last), every call under way, as
+// any of them may be the one. A message that answers none of them marks none.
+func (c *stdioConn) tooLarge(head []byte) {
+	id, kind := answerOf(head)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch kind {
+	case answerTo:
+		if w := c.pending[id]; w != nil {
+			w.tooLarge.Store(true)
+		}
+	case unknownAnswer:
+		for _, w := range c.pending {
+			w.tooLarge.Store(true)
+		}
+	}
 }
 
 // Write writes to the child's stdin.

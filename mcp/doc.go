@@ -18,8 +18,12 @@
 // server's Options.MaxCallsInFlight places, bounds the call by the server's
 // call_timeout_seconds, and clips the result text as a browser run's stdout is clipped.
 //
-// Whatever a server sends is read bounded: each message (a stdio line, an SSE event, any other
-// HTTP body) at most MaxMessageBytes, past which reading stops with a *TooLargeError. A url
+// Whatever a server sends is read bounded: each message (a JSON value of a stdio child, however
+// many lines it spans; an SSE event; any other HTTP body) at most MaxMessageBytes, past which
+// reading stops with a *TooLargeError for the call it answers. A stdio child's connection ends
+// with it, and the other calls under way on it fail with a *ResetError, which may be retried;
+// when the message's first bytes do not name its call (a server that writes the id after the
+// result), every call under way is told it was too large. A url
 // server's requests carry the headers of headers_env to its own origin only, and follow
 // redirects only within that origin (a *RedirectError otherwise).
 package mcp

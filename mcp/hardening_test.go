@@ -97,25 +97,82 @@ func TestSSECapIsPerMessage(t *testing.T) {
 	}
 }
 
-// TestStdioLineBounded: a child writing one line far larger than the cap fails the call with the
-// same message, and is started again.
-func TestStdioLineBounded(t *testing.T) {
-	env := map[string]string{mcptest.ChildEnv: "1"}
-	m, _ := start(t, &config.Extensions{MCPServers: []config.MCPServer{childServer("local")}}, env)
-	waitTools(t, m, hasAll("local__flood"))
-	first, err := call(t, m, "local__pid", `{}`)
-	if err != nil {
-		t.Fatal(err)
+// TestStdioMessageBounded: a child's answer far larger than the cap fails the call with the same
+// message, and the child is started again, whether the answer is one line or indented over
+// thousands of short ones (JSON-RPC over stdio ends a message where its JSON value ends). Answers
+// within the cap, more than it in all, are read whole from the same child.
+func TestStdioMessageBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pretty bool
+		blocks int // text blocks of the answers: indented, each is a few short lines
+	}{
+		{name: "one line", blocks: 1},
+		{name: "indented", pretty: true, blocks: 2048},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := childServer("local")
+			env := map[string]string{mcptest.ChildEnv: "1"}
+			if tc.pretty {
+				srv.Env = append(srv.Env, mcptest.PrettyEnv)
+				env[mcptest.PrettyEnv] = "1"
+			}
+			m, _ := start(t, &config.Extensions{MCPServers: []config.MCPServer{srv}}, env)
+			waitTools(t, m, hasAll("local__flood"))
+			first, err := call(t, m, "local__pid", `{}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, err := call(t, m, "local__flood", fmt.Sprintf(`{"bytes":900000,"blocks":%d}`, min(tc.blocks, 900))); err != nil {
+					t.Fatalf("an answer within the cap: %v", err)
+				}
+			}
+			if same, err := call(t, m, "local__pid", `{}`); err != nil || same.Text != first.Text {
+				t.Fatalf("after answers within the cap: %+v, %v; want the same child %s", same, err, first.Text)
+			}
+			_, err = call(t, m, "local__flood", fmt.Sprintf(`{"bytes":8388608,"blocks":%d}`, tc.blocks))
+			var tl *mcp.TooLargeError
+			if !errors.As(err, &tl) || err.Error() != "the answer of MCP server local was "+tooLargeText {
+				t.Fatalf("flood: %v", err)
+			}
+			eventually(t, "a new child", func() bool {
+				res, err := call(t, m, "local__pid", `{}`)
+				return err == nil && res.Text != first.Text
+			})
+		})
 	}
-	_, err = call(t, m, "local__flood", `{"bytes":8388608}`)
+}
+
+// TestStdioTooLargeOnlyItsCall: when a child's answer is too large its connection is dropped,
+// and every call under way on it ends; only the call whose answer it was is told it was too
+// large (asking again will not help), another caller's call is told the connection was reset
+// (asking again may).
+func TestStdioTooLargeOnlyItsCall(t *testing.T) {
+	calls := filepath.Join(t.TempDir(), "calls")
+	srv := childServer("local")
+	srv.Env = append(srv.Env, mcptest.CallsEnv)
+	m, _ := start(t, &config.Extensions{MCPServers: []config.MCPServer{srv}}, map[string]string{mcptest.ChildEnv: "1", mcptest.CallsEnv: calls})
+	waitTools(t, m, hasAll("local__flood"))
+	other := make(chan error, 1)
+	go func() {
+		_, err := call(t, m, "local__hang", `{}`)
+		other <- err
+	}()
+	eventually(t, "the other call under way in the child", func() bool {
+		b, _ := os.ReadFile(calls)
+		return strings.Contains(string(b), "hang\n")
+	})
+	_, err := call(t, m, "local__flood", `{"bytes":8388608}`)
 	var tl *mcp.TooLargeError
 	if !errors.As(err, &tl) || err.Error() != "the answer of MCP server local was "+tooLargeText {
 		t.Fatalf("flood: %v", err)
 	}
-	eventually(t, "a new child", func() bool {
-		res, err := call(t, m, "local__pid", `{}`)
-		return err == nil && res.Text != first.Text
-	})
+	err = <-other
+	var reset *mcp.ResetError
+	if !errors.As(err, &reset) || errors.As(err, &tl) || err.Error() != "the connection to MCP server local was reset: a message on it larger than 1 MiB was not this call's answer" {
+		t.Fatalf("the other call: %v", err)
+	}
 }
 
 // TestToolsListBounded: a tools/list answer larger than the cap is not read; the server is not

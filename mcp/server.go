@@ -161,8 +161,8 @@ func (s *server) refresh(ctx context.Context, cs *sdk.ClientSession) error {
 	listed, leftOut := 0, 0
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			if tooLarge(err, watch) {
-				return fmt.Errorf("tools/list: %w", &TooLargeError{Server: s.cfg.Name, Limit: MaxMessageBytes})
+			if capped := capError(s.cfg.Name, err, watch); capped != nil {
+				err = capped
 			}
 			return fmt.Errorf("tools/list: %w", err)
 		}
@@ -270,12 +270,21 @@ func (s *server) call(ctx context.Context, t Tool, args json.RawMessage) (Result
 	start := time.Now()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.Remote, Arguments: args})
 	took := time.Since(start)
+	var capped error
+	if err != nil {
+		capped = capError(s.cfg.Name, err, watch)
+	}
+	var tl *TooLargeError
 	switch {
-	case err != nil && tooLarge(err, watch):
+	case errors.As(capped, &tl):
 		// The connection that carried it is gone; a stdio child's session ended with it, and
 		// run starts it again.
 		s.m.metrics.failed(s.community, t, "too_large", took)
-		return Result{}, &TooLargeError{Server: s.cfg.Name, Limit: MaxMessageBytes}
+		return Result{}, capped
+	case capped != nil:
+		// Another message ended the connection this call was waiting on.
+		s.m.metrics.failed(s.community, t, "transport", took)
+		return Result{}, capped
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		s.m.metrics.failed(s.community, t, "timeout", took)
 		return Result{}, fmt.Errorf("MCP server %s did not answer within %s", s.cfg.Name, timeout)
