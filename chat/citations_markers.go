@@ -113,6 +113,8 @@ func (ct *callText) handle(ev Event, rc *replyCites) []StreamEvent {
 		}
 	case ToolCall:
 		return ct.close(rc)
+	case Notice:
+		ct.log.Info("model stream: " + ev.Text)
 	case Done:
 		out = ct.close(rc)
 		if len(ct.held) > 0 {

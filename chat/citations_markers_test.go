@@ -100,6 +100,19 @@ func slug(name string) string {
 	return string(b)
 }
 
+// TestNoticeLogged: a provider's notice (a tag that named no source) goes to the turn's log
+// and never to the reader.
+func TestNoticeLogged(t *testing.T) {
+	var log bytes.Buffer
+	ct := newCallText(slog.New(slog.NewTextHandler(&log, nil)).With(slog.String("community", "hed")))
+	if out := ct.handle(Event{Kind: Notice, Text: "citation tag [src:9] names no source"}, &replyCites{}); len(out) != 0 {
+		t.Errorf("the reader got %v", out)
+	}
+	if got := log.String(); !strings.Contains(got, "model stream: citation tag [src:9] names no source") || !strings.Contains(got, "community=hed") {
+		t.Errorf("log %q", got)
+	}
+}
+
 // TestMarkerPlace: where a marker group written at a block's end goes (knowledge.md §5.3).
 func TestMarkerPlace(t *testing.T) {
 	cases := []struct {

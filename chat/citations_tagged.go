@@ -1,7 +1,7 @@
 package chat
 
 import (
-	"log/slog"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -337,7 +337,6 @@ func isTagSpace(r rune) bool { return r == '\t' || unicode.Is(unicode.Zs, r) }
 type tagStream struct {
 	srcs *taggedSources
 	emit func(Event) error
-	log  *slog.Logger
 	// pend is text not yet let out: it could still be (the start of) a tag.
 	pend string
 	// group is the numbers of the tags read since the last text.
@@ -347,8 +346,13 @@ type tagStream struct {
 	index int
 }
 
-func newTagStream(srcs *taggedSources, emit func(Event) error, log *slog.Logger) *tagStream {
-	return &tagStream{srcs: srcs, emit: emit, log: log}
+func newTagStream(srcs *taggedSources, emit func(Event) error) *tagStream {
+	return &tagStream{srcs: srcs, emit: emit}
+}
+
+// notice sends a note for the turn's log.
+func (ts *tagStream) notice(format string, args ...any) error {
+	return ts.emit(Event{Kind: Notice, Text: fmt.Sprintf(format, args...)})
 }
 
 // write takes the next piece of the model's text.
@@ -416,7 +420,9 @@ func (ts *tagStream) closeGroup() error {
 	for _, n := range nums {
 		s := ts.srcs.byNumber(n)
 		if s == nil {
-			ts.log.Info("a citation tag names no source", slog.Int("number", n), slog.Int("sources", len(ts.srcs.list)))
+			if err := ts.notice("citation tag [src:%d] names no source (the request has %d); dropped", n, len(ts.srcs.list)); err != nil {
+				return err
+			}
 			continue
 		}
 		if !containsSource(cites, s) {
@@ -428,8 +434,7 @@ func (ts *tagStream) closeGroup() error {
 	}
 	segment := ts.seg.String()
 	if strings.TrimSpace(segment) == "" {
-		ts.log.Info("a citation tag with no text before it dropped", slog.Int("sources", len(cites)))
-		return nil
+		return ts.notice("citation tags with no text before them dropped (%d sources)", len(cites))
 	}
 	for _, s := range cites {
 		c := &Cited{Source: s.source, Title: s.title, CitedText: bestSentence(s.passages, segment)}

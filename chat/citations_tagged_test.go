@@ -3,7 +3,6 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -39,9 +38,11 @@ func taggedEvents(t *testing.T, pieces []string) string {
 			fmt.Fprintf(&out, "cite %d %s\n", ev.Index, b)
 		case BlockEnd:
 			fmt.Fprintf(&out, "end %d\n", ev.Index)
+		case Notice:
+			fmt.Fprintf(&out, "notice %s\n", ev.Text)
 		}
 		return nil
-	}, slog.New(slog.DiscardHandler))
+	})
 	for _, p := range pieces {
 		if err := ts.write(p); err != nil {
 			t.Fatal(err)
@@ -267,7 +268,7 @@ func FuzzTagStream(f *testing.F) {
 					fmt.Fprintf(&out, "end %d\n", ev.Index)
 				}
 				return nil
-			}, slog.New(slog.DiscardHandler))
+			})
 			for _, p := range pieces {
 				if err := ts.write(p); err != nil {
 					t.Fatal(err)

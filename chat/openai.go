@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -36,9 +35,6 @@ type OpenAIOptions struct {
 	Images bool
 	// ExtraHeaders go on every request, e.g. OpenRouter's HTTP-Referer and X-Title.
 	ExtraHeaders map[string]string
-	// Log receives the notes of the tagged citation path (a tag naming no source); nil
-	// discards them.
-	Log *slog.Logger
 }
 
 // OpenAI streams replies from an OpenAI-compatible Chat Completions API (OpenAI,
@@ -58,13 +54,13 @@ type OpenAIOptions struct {
 // Citations take the tagged path (knowledge.md §5.4): the search_result blocks of a request
 // go as text opened by [src:N] tags, numbered by first appearance in the conversation, and
 // the [src:N] tags the model writes come back as CitationDelta and BlockEnd events, cut from
-// the text; text that could still become a tag is held back until it cannot.
+// the text (a tag naming no source as a Notice); text that could still become a tag is held
+// back until it cannot.
 type OpenAI struct {
 	client    openai.ChatCompletionService
 	maxTokens int
 	official  bool
 	images    bool
-	log       *slog.Logger
 }
 
 // NewOpenAI returns a provider for an OpenAI-compatible Chat Completions API.
@@ -93,16 +89,11 @@ func NewOpenAI(opts OpenAIOptions) *OpenAI {
 	if maxTokens <= 0 {
 		maxTokens = defaultMaxTokens
 	}
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	return &OpenAI{
 		client:    openai.NewChatCompletionService(ro...),
 		maxTokens: maxTokens,
 		official:  official,
 		images:    opts.Images,
-		log:       log,
 	}
 }
 
@@ -125,7 +116,7 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, emit func(Event) error
 	stream := o.client.NewStreaming(ctx, params)
 	defer stream.Close()
 
-	st := &openAIStream{emit: emit, tags: newTagStream(srcs, emit, o.log), done: Event{Kind: Done}, byIndex: map[int64]*indexedCall{}}
+	st := &openAIStream{emit: emit, tags: newTagStream(srcs, emit), done: Event{Kind: Done}, byIndex: map[int64]*indexedCall{}}
 	for stream.Next() {
 		if err := st.handle(stream.Current()); err != nil {
 			return err

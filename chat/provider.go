@@ -118,6 +118,9 @@ const (
 	// of another block, a ToolCall or Done comes, so a provider without block ends may leave
 	// it out.
 	BlockEnd
+	// Notice carries a note for the server's log in Text (a citation tag that named no
+	// source); the reader never sees it.
+	Notice
 )
 
 // Event is one streamed event.

@@ -127,7 +127,7 @@ func (r *turn) callModel(ctx context.Context, first bool) (*modelCall, error) {
 // stream makes one model call, sending its text and tool calls on as they come, and counts
 // its usage.
 func (r *turn) stream(ctx context.Context) (*modelCall, error) {
-	mc := &modelCall{text: newCallText(r.e.log())}
+	mc := &modelCall{text: newCallText(r.e.log().With(slog.String("community", r.t.Community.ID), slog.String("model", r.route.Model)))}
 	var usage Usage
 	msgs := trimHistory(r.history, maxConversationTokens)
 	if CitationPathOf(r.route.Provider) == CitePlain {
