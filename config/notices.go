@@ -1,6 +1,13 @@
 package config
 
-import "strings"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/osc-assistant/assistant/limits"
+)
 
 // unusedSections names the reference's knowledge-sync sections a community sets: this backend
 // accepts and validates them, so a reference config loads unchanged, but does not use them yet
@@ -26,4 +33,34 @@ func unusedSections(file string, c *Community) []Notice {
 		return nil
 	}
 	return []Notice{{File: file, Msg: "accepted, not used by this backend yet: " + strings.Join(names, ", ")}}
+}
+
+// preloadBudget warns when a community's preloaded documents may take more than the prompt's
+// budget for them (limits.PreloadBudgetChars), which moves the rest on demand: what can be seen
+// without the network. A preload counts its source_path file's size (bytes, at least its
+// characters), or, fetched, the most a document may bring (limits.MaxDocumentChars).
+func preloadBudget(file string, c *Community) []Notice {
+	budget, max := int64(limits.PreloadBudgetChars), int64(limits.MaxDocumentChars)
+	var total int64
+	var moved []string
+	for _, d := range c.Documentation {
+		if !d.Preload {
+			continue
+		}
+		size := max
+		if d.SourcePath != nil && c.Dir != "" {
+			if info, err := os.Stat(filepath.Join(c.Dir, filepath.FromSlash(*d.SourcePath))); err == nil {
+				size = min(info.Size(), max)
+			}
+		}
+		if total >= budget {
+			moved = append(moved, fmt.Sprintf("%s (%s)", d.Title, d.URL))
+		}
+		total += size
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	return []Notice{{File: file, Msg: fmt.Sprintf("the preloaded documents may take more than the %d characters a prompt gives them (each fetched one up to %d); these would then be offered on demand instead: %s",
+		budget, max, strings.Join(moved, ", "))}}
 }

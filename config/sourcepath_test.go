@@ -32,3 +32,59 @@ func TestSourcePathSize(t *testing.T) {
 		}
 	}
 }
+
+// TestPreloadBudgetNotice: loading warns when the preloads may take more than the prompt's
+// budget: fetched ones count the most a document may bring, source_path ones their size.
+func TestPreloadBudgetNotice(t *testing.T) {
+	cases := []struct {
+		name  string
+		docs  string
+		small bool // the source_path file is small
+		want  string
+	}{
+		{"three fetched fit", docsYAML("a", "b", "c"), false, ""},
+		{"a fourth fetched one may move", docsYAML("a", "b", "c", "d"), false, "these would then be offered on demand instead: d (https://example.org/d)"},
+		{"a small guide first leaves room", "  - title: g\n    url: https://example.org/g\n    source_path: g.md\n    preload: true\n" + docsYAML("a", "b", "c"), true, ""},
+		{"a large guide takes a place", "  - title: g\n    url: https://example.org/g\n    source_path: g.md\n    preload: true\n" + docsYAML("a", "b", "c"), false, "offered on demand instead: c (https://example.org/c)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "demo")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			guide := strings.Repeat("x", int(limits.MaxDocumentChars)+10)
+			if tc.small {
+				guide = "# Guide\n"
+			}
+			cfg := "id: demo\nname: Demo\ndescription: d\ndocumentation:\n" + tc.docs
+			if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "g.md"), []byte(guide), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			set, err := Load(context.Background(), filepath.Dir(dir), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, n := range set.Notices {
+				if strings.Contains(n.Msg, "preloaded documents may take more") {
+					got = n.Msg
+				}
+			}
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("notice %q, want one with %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func docsYAML(names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString("  - title: " + n + "\n    url: https://example.org/" + n + "\n    source_url: https://example.org/" + n + ".md\n    preload: true\n")
+	}
+	return b.String()
+}

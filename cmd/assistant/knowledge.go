@@ -224,6 +224,10 @@ func (k *knowledgeDocs) Docs(id string) (chat.KnowledgeDocs, bool) {
 		return e.docs, true
 	}
 	p := s.Prompt(k.budget)
+	for _, d := range p.Moved { // once per documentation generation
+		k.log.Warn("knowledge: preload budget exceeded; the document is offered on demand", slog.String("community", id),
+			slog.String("title", d.Title), slog.String("url", d.URL), slog.Int("budget_chars", k.budget))
+	}
 	docs := chat.KnowledgeDocs{Preloaded: p.Preloaded, Available: p.Available,
 		RetrieveDescription: knowledge.RetrieveDescription(s.Name, p.OnDemand), Generation: s.Generation}
 	k.cache[id] = &docsEntry{snap: s, docs: docs}
