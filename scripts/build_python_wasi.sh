@@ -72,15 +72,15 @@ readonly DEBS=(
 # default; group_concat(x, ",")), FTS3/4 (with parentheses), FTS5, R*Tree, JSON (built in),
 # the math functions, soundex, the dbstat and sqlite_stmt tables, DELETE/UPDATE ... LIMIT
 # (SQLITE_UPDATE_LIMIT: the parser is generated with it), LIKE never matching blobs,
-# secure_delete on, and 250,000 bound parameters. Left out on purpose: the two-argument
-# fts3_tokenizer() (it takes a C pointer from SQL), the session and pre-update hook APIs and
-# column metadata (C APIs Python's sqlite3 does not use), and threads.
+# secure_delete on, 250,000 bound parameters, and "file:" names read as URIs. Left out on
+# purpose: the two-argument fts3_tokenizer() (it takes a C pointer from SQL), the session and
+# pre-update hook APIs and column metadata (C APIs Python's sqlite3 does not use), and threads.
 readonly SQLITE_CFLAGS="-DSQLITE_WASI -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_WAL \
 -DSQLITE_MAX_MMAP_SIZE=0 -DSQLITE_DEFAULT_UNIX_VFS=\"unix-none\" -DSQLITE_TEMP_STORE=3 -DSQLITE_OMIT_SHARED_CACHE \
 -DSQLITE_ENABLE_MATH_FUNCTIONS -DSQLITE_ENABLE_FTS3 -DSQLITE_ENABLE_FTS3_PARENTHESIS -DSQLITE_ENABLE_FTS4 \
 -DSQLITE_ENABLE_FTS5 -DSQLITE_ENABLE_RTREE=1 -DSQLITE_SOUNDEX=1 -DSQLITE_ENABLE_DBSTAT_VTAB -DSQLITE_ENABLE_STMTVTAB \
 -DSQLITE_ENABLE_UPDATE_DELETE_LIMIT=1 -DSQLITE_LIKE_DOESNT_MATCH_BLOBS -DSQLITE_SECURE_DELETE \
--DSQLITE_MAX_VARIABLE_NUMBER=250000 -DSQLITE_MAX_SCHEMA_RETRY=25"
+-DSQLITE_MAX_VARIABLE_NUMBER=250000 -DSQLITE_MAX_SCHEMA_RETRY=25 -DSQLITE_USE_URI=1"
 # Options that shape the generated amalgamation itself (its parser and keyword table).
 readonly SQLITE_CONFIGURE=(--disable-tcl --enable-update-limit)
 # 2025-06-11T00:00:00Z, the CPython 3.13.5 release date: the build date in sys.version and
