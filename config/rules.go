@@ -11,8 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/osc-assistant/assistant/limits"
 	"github.com/osc-assistant/assistant/runtimelock"
 )
@@ -475,9 +473,6 @@ func (k *checker) checkFAQ(f *FAQGeneration) {
 	}
 }
 
-// cronParser accepts exactly the five-field crontab lines the reference's scheduler accepts.
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
-
 func (k *checker) checkSync(s *Sync) {
 	for _, j := range []struct {
 		name string
@@ -486,7 +481,7 @@ func (k *checker) checkSync(s *Sync) {
 		if j.s == nil {
 			continue
 		}
-		if _, err := cronParser.Parse(j.s.Cron); err != nil {
+		if _, err := ParseCron(j.s.Cron); err != nil {
 			k.add("sync."+j.name+".cron", "Invalid cron expression %q: %v", j.s.Cron, err)
 		}
 	}
