@@ -91,6 +91,31 @@ func dsn(path, query string) string {
 // community take turns; the working copy is created from the published file when it has
 // none, so a reference file's data carries over, and the schema is ensured before fn runs.
 func (s *Store) Write(ctx context.Context, id string, fn func(ctx context.Context, tx *sql.Tx) (changed bool, err error)) error {
+	return s.withWriter(ctx, id, func(db *sql.DB) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("knowledge store: %w", err)
+		}
+		changed, err := fn(ctx, tx)
+		if err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("knowledge store: %w", err)
+		}
+		if _, err := os.Stat(s.Path(id)); changed || err != nil {
+			return s.publish(ctx, db, id)
+		}
+		return nil
+	})
+}
+
+// withWriter runs fn with the community's writer lock held and its working copy open: the
+// lock is a mutex for this process and an exclusive flock on knowledge/<id>.write.lock for
+// others sharing the data directory (an `assistant sync` beside a server), so writers take
+// turns however they were started.
+func (s *Store) withWriter(ctx context.Context, id string, fn func(db *sql.DB) error) error {
 	if !ValidID(id) {
 		return ErrInvalidID
 	}
@@ -103,6 +128,11 @@ func (s *Store) Write(ctx context.Context, id string, fn func(ctx context.Contex
 	s.mu.Unlock()
 	w.Lock()
 	defer w.Unlock()
+	unlock, err := lockFile(ctx, filepath.Join(s.dir, id+".write.lock"))
+	if err != nil {
+		return fmt.Errorf("knowledge store %s: writer lock: %w", id, err)
+	}
+	defer unlock()
 
 	// A crash may have left temporary files of a publish; they are never read.
 	if old, _ := filepath.Glob(filepath.Join(s.dir, id+".db.tmp-*")); len(old) > 0 {
@@ -124,23 +154,48 @@ func (s *Store) Write(ctx context.Context, id string, fn func(ctx context.Contex
 		return fmt.Errorf("knowledge store %s: %w", id, err)
 	}
 	defer db.Close()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("knowledge store: %w", err)
-	}
-	changed, err := fn(ctx, tx)
-	if err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("knowledge store: %w", err)
-	}
-	if _, err := os.Stat(s.Path(id)); changed || err != nil {
-		return s.publish(ctx, db, id)
-	}
-	return nil
+	return fn(db)
 }
+
+// lockPoll is how often a writer waiting for another process's flock tries again.
+const lockPoll = 25 * time.Millisecond
+
+// lockFile takes an exclusive flock on path, waiting as long as ctx allows.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	var tick *time.Ticker
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, err
+		}
+		if tick == nil {
+			tick = time.NewTicker(lockPoll)
+			defer tick.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// unpublishedPath marks a working copy holding changes not yet published: a file, so a
+// process that stopped between an Update and its Publish still publishes them the next time.
+func (s *Store) unpublishedPath(id string) string { return s.workPath(id) + ".unpublished" }
 
 // openWork opens the community's working copy, making it from the published file when
 // there is none, and ensures the schema.
@@ -185,6 +240,10 @@ func (s *Store) publish(ctx context.Context, db *sql.DB, id string) error {
 		return fmt.Errorf("knowledge store: publishing %s: %w", id, err)
 	}
 	if err := syncPath(s.dir); err != nil {
+		return fmt.Errorf("knowledge store: publishing %s: %w", id, err)
+	}
+	// Everything committed so far is in the published file now.
+	if err := os.Remove(s.unpublishedPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("knowledge store: publishing %s: %w", id, err)
 	}
 	return nil
