@@ -14,6 +14,10 @@ import (
 const defaultSystemPrompt = `You are the {name} assistant. {description}
 
 Answer accurately and concisely. When you are not sure, say so rather than guessing.
+
+{preloaded_docs_section}
+
+{available_docs_section}
 {page_context_section}{additional_instructions}`
 
 // promptCache holds each community's system prompt, built once per community config (a

@@ -116,6 +116,7 @@ func Load(ctx context.Context, dir string, opts Options) (*Set, error) {
 		set.Communities = append(set.Communities, f.community)
 		set.Notices = append(set.Notices, unusedSections(f.file, f.community)...)
 		set.Notices = append(set.Notices, preloadBudget(f.file, f.community)...)
+		set.Notices = append(set.Notices, docsPlaceholders(f.file, f.community)...)
 	}
 	slices.SortFunc(set.Communities, func(a, b *Community) int { return strings.Compare(a.ID, b.ID) })
 	return set, errs.errOrNil()

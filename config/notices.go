@@ -64,3 +64,17 @@ func preloadBudget(file string, c *Community) []Notice {
 	return []Notice{{File: file, Msg: fmt.Sprintf("the preloaded documents may take more than the %d characters a prompt gives them (each fetched one up to %d); these would then be offered on demand instead: %s",
 		budget, max, strings.Join(moved, ", "))}}
 }
+
+// docsPlaceholders warns when a community lists documentation but its own system_prompt has
+// neither documentation placeholder: its preloaded documents would never reach the model
+// (they stay searchable through the documentation tools). The default prompt has both.
+func docsPlaceholders(file string, c *Community) []Notice {
+	if len(c.Documentation) == 0 || c.SystemPrompt == nil || strings.TrimSpace(*c.SystemPrompt) == "" {
+		return nil
+	}
+	p := *c.SystemPrompt
+	if strings.Contains(p, "{preloaded_docs_section}") || strings.Contains(p, "{available_docs_section}") {
+		return nil
+	}
+	return []Notice{{File: file, Msg: "documentation is listed, but system_prompt has neither {preloaded_docs_section} nor {available_docs_section}: preloaded documents never reach the model (the documentation tools still search them)"}}
+}

@@ -88,3 +88,38 @@ func docsYAML(names ...string) string {
 	}
 	return b.String()
 }
+
+// TestDocsPlaceholdersNotice: a community whose own prompt leaves out both documentation
+// placeholders is warned that its preloads never reach the model; the default prompt and a
+// prompt with either placeholder are not.
+func TestDocsPlaceholdersNotice(t *testing.T) {
+	for _, tc := range []struct {
+		prompt string
+		warn   bool
+	}{
+		{"", false},
+		{"system_prompt: \"You are {name}. {page_context_section}\"\n", true},
+		{"system_prompt: \"You are {name}. {preloaded_docs_section}\"\n", false},
+		{"system_prompt: \"You are {name}. {available_docs_section}\"\n", false},
+	} {
+		dir := filepath.Join(t.TempDir(), "demo")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cfg := "id: demo\nname: Demo\ndescription: d\n" + tc.prompt + "documentation:\n" + docsYAML("a")
+		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		set, err := Load(context.Background(), filepath.Dir(dir), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := false
+		for _, n := range set.Notices {
+			warned = warned || strings.Contains(n.Msg, "preloaded documents never reach the model")
+		}
+		if warned != tc.warn {
+			t.Errorf("%q: warned %v, want %v", tc.prompt, warned, tc.warn)
+		}
+	}
+}

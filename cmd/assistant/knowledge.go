@@ -129,6 +129,8 @@ type knowledgeDocs struct {
 type docsEntry struct {
 	snap *knowledge.Snapshot
 	docs chat.KnowledgeDocs
+	// warned is the generation whose moved preloads were logged.
+	warned uint64
 }
 
 func newKnowledgeDocs(lib *knowledge.Library, budget int, log *slog.Logger) *knowledgeDocs {
@@ -220,17 +222,20 @@ func (k *knowledgeDocs) Docs(id string) (chat.KnowledgeDocs, bool) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if e := k.cache[id]; e != nil && e.snap == s {
-		return e.docs, true
+	old := k.cache[id]
+	if old != nil && old.snap == s {
+		return old.docs, true
 	}
 	p := s.Prompt(k.budget)
-	for _, d := range p.Moved { // once per documentation generation
-		k.log.Warn("knowledge: preload budget exceeded; the document is offered on demand", slog.String("community", id),
-			slog.String("title", d.Title), slog.String("url", d.URL), slog.Int("budget_chars", k.budget))
+	if old == nil || old.warned != s.Generation { // a new snapshot comes with every fetch; a new generation only with new content
+		for _, d := range p.Moved {
+			k.log.Warn("knowledge: preload budget exceeded; the document is offered on demand", slog.String("community", id),
+				slog.String("title", d.Title), slog.String("url", d.URL), slog.Int("budget_chars", k.budget))
+		}
 	}
 	docs := chat.KnowledgeDocs{Preloaded: p.Preloaded, Available: p.Available,
 		RetrieveDescription: knowledge.RetrieveDescription(s.Name, p.OnDemand), Generation: s.Generation}
-	k.cache[id] = &docsEntry{snap: s, docs: docs}
+	k.cache[id] = &docsEntry{snap: s, docs: docs, warned: s.Generation}
 	return docs, true
 }
 
@@ -247,9 +252,22 @@ func (k *knowledgeDocs) Retrieve(ctx context.Context, id, u string) chat.Knowled
 	r, err := k.lib.Retrieve(ctx, id, u)
 	k.observe(id, "retrieve_docs", start, err != nil)
 	res := chat.KnowledgeResult{Text: knowledge.RetrieveText(k.name(id), u, r, err), IsError: err != nil}
-	if err == nil {
-		res.Passages = []chat.Passage{{Source: r.URL, Title: r.Title, Text: r.Content}}
+	if err != nil {
+		return res
 	}
+	// The passage is cut(content, 50000) (knowledge.md §5.2); an empty document is the
+	// spec's plain text instead.
+	full := r.Content
+	if s := k.lib.Snapshot(id); s != nil {
+		if d, ok := s.Doc(r.URL); ok && d.HasContent {
+			full = d.Content
+		}
+	}
+	if strings.TrimSpace(full) == "" {
+		res.Text = "# " + r.Title + "\n\nSource: " + r.URL + "\n\n(no text content)"
+		return res
+	}
+	res.Passages = []chat.Passage{{Source: r.URL, Title: r.Title, Text: knowledge.Cut(full, int(limits.MaxDocumentChars))}}
 	return res
 }
 
@@ -299,7 +317,7 @@ func (k *knowledgeDocs) DocsReport(id string) (routers.DocsReport, bool) {
 	unavailable := map[string]bool{}
 	for _, d := range p.Unavailable {
 		unavailable[d.URL] = true
-		r.PreloadFailed = append(r.PreloadFailed, routers.DocProblem{URL: d.URL, Title: d.Title, Error: orText(d.LastError, "not fetched yet"), Since: routers.ISOTime(d.LastErrorAt)})
+		r.PreloadFailed = append(r.PreloadFailed, routers.DocProblem{URL: d.URL, Title: d.Title, Error: orText(d.LastError, "not fetched yet"), Since: routers.ISOTime(d.FailingSince)})
 	}
 	for _, d := range p.Moved {
 		r.Moved = append(r.Moved, routers.DocProblem{URL: d.URL, Title: d.Title})
@@ -309,7 +327,7 @@ func (k *knowledgeDocs) DocsReport(id string) (routers.DocsReport, bool) {
 			r.Preloaded++
 		}
 		if d.LastError != "" && !unavailable[d.URL] {
-			r.FetchFailed = append(r.FetchFailed, routers.DocProblem{URL: d.URL, Title: d.Title, Error: d.LastError, Since: routers.ISOTime(d.LastErrorAt)})
+			r.FetchFailed = append(r.FetchFailed, routers.DocProblem{URL: d.URL, Title: d.Title, Error: d.LastError, Since: routers.ISOTime(d.FailingSince)})
 		}
 		st := routers.DocStatus{URL: d.URL, Title: d.Title, Preload: d.Preload, HasContent: d.HasContent,
 			FetchedAt: routers.ISOTime(d.FetchedAt), Bytes: d.Bytes, Sections: d.Sections}

@@ -1,10 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/osc-assistant/assistant/knowledge"
 )
 
 // TestHealthCommunities: GET /health/communities (admin key) reports every community as
@@ -89,5 +97,55 @@ func TestHealthCommunities(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestKnowledgeDocsAdapter: the chat's view of the knowledge store warns of a preload the
+// budget moves once per documentation generation (a refresh that changes nothing is not a new
+// one), and a retrieved document's passage is cut(content, 50000) of the whole document.
+func TestKnowledgeDocsAdapter(t *testing.T) {
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "demo")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	long := "# Long\n\n" + strings.Repeat("word ", 14000) // 70,000 characters
+	for name, body := range map[string]string{"a.md": "# A\n\nShort guide.", "long.md": long} {
+		if err := os.WriteFile(filepath.Join(folder, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	lib, err := knowledge.New(knowledge.Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	if err := lib.Apply([]knowledge.Community{{ID: "demo", Name: "Demo", Folder: folder, Docs: []knowledge.Doc{
+		{Title: "Long", URL: "https://example.org/long", SourcePath: "long.md", Preload: true},
+		{Title: "A", URL: "https://example.org/a", SourcePath: "a.md", Preload: true},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := lib.Ready(ctx, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	k := newKnowledgeDocs(lib, 100, log) // a budget the first preload takes whole
+	for range 3 {
+		if _, ok := k.Docs("demo"); !ok {
+			t.Fatal("no docs")
+		}
+		if err := lib.Refresh(ctx, "demo"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(logs.String(), "preload budget exceeded"); n != 1 {
+		t.Errorf("the moved preload was logged %d times, want once:\n%s", n, logs.String())
+	}
+	res := k.Retrieve(ctx, "demo", "https://example.org/long")
+	if len(res.Passages) != 1 || utf8.RuneCountInString(res.Passages[0].Text) != 50003 || !strings.HasSuffix(res.Passages[0].Text, "...") {
+		t.Errorf("the long document's passage: %d passages, %d characters", len(res.Passages), utf8.RuneCountInString(res.Passages[0].Text))
 	}
 }
