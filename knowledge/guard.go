@@ -49,6 +49,11 @@ func addrClass(a netip.Addr, allowLoopback bool) string {
 	case a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast():
 		return "reserved IP ranges"
 	}
+	// IPv6 outside 2000::/3 is not global unicast (fec0::/10, 4000::/3, ...): nothing
+	// public is there, whatever the IANA registry assigns next.
+	if a.Is6() && !globalUnicast6.Contains(a) {
+		return "reserved IP ranges"
+	}
 	for _, p := range blockedPrefixes {
 		if p.Contains(a) {
 			return "reserved IP ranges"
@@ -56,6 +61,9 @@ func addrClass(a netip.Addr, allowLoopback bool) string {
 	}
 	return ""
 }
+
+// globalUnicast6 is the only IPv6 block reached (less blockedPrefixes' parts of it).
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 
 // errDestination is a connection the guard refused.
 var errDestination = errors.New("destination not allowed")
