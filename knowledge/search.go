@@ -75,6 +75,23 @@ func MatchQuery(query string) (match, phrase string, ok bool) {
 	if len(all) == 0 {
 		return "", "", false
 	}
+	var parts []string
+	for _, t := range matchTerms(all) {
+		if utf8.RuneCountInString(t) >= 4 {
+			parts = append(parts, `"`+t+`"*`)
+		} else {
+			parts = append(parts, `"`+t+`"`)
+		}
+	}
+	if len(all) > maxPhrase {
+		all = all[:maxPhrase]
+	}
+	return strings.Join(parts, " OR "), `"` + strings.Join(all, " ") + `"`, true
+}
+
+// matchTerms are the terms a search matches: the first maxTerms distinct ones of all
+// without stop words, or of all when only stop words are given.
+func matchTerms(all []string) []string {
 	kept := make([]string, 0, len(all))
 	for _, t := range all {
 		if !stopWords[t] {
@@ -85,25 +102,18 @@ func MatchQuery(query string) (match, phrase string, ok bool) {
 		kept = all
 	}
 	seen := map[string]bool{}
-	var parts []string
+	var terms []string
 	for _, t := range kept {
 		if seen[t] {
 			continue
 		}
 		seen[t] = true
-		if utf8.RuneCountInString(t) >= 4 {
-			parts = append(parts, `"`+t+`"*`)
-		} else {
-			parts = append(parts, `"`+t+`"`)
-		}
-		if len(parts) == maxTerms {
+		terms = append(terms, t)
+		if len(terms) == maxTerms {
 			break
 		}
 	}
-	if len(all) > maxPhrase {
-		all = all[:maxPhrase]
-	}
-	return strings.Join(parts, " OR "), `"` + strings.Join(all, " ") + `"`, true
+	return terms
 }
 
 // ClampLimit is limit held to 1–20 (spec §4.1).
@@ -179,7 +189,7 @@ func Snippet(text, query string, n int) string {
 	if len(runes) <= n {
 		return text
 	}
-	pos := firstMatch(runes, Terms(query))
+	pos := firstMatch(runes, snippetTerms(query))
 	if pos < 0 || pos+80 <= n {
 		return Cut(text, n)
 	}
@@ -195,27 +205,60 @@ func Snippet(text, query string, n int) string {
 	return out
 }
 
-// firstMatch is the rune offset of the earliest word of text that starts with one of the
-// terms (ignoring case), or -1.
-func firstMatch(text []rune, terms []string) int {
+// snippetTerms are the terms a snippet looks for: the search's own (matchTerms), so a long
+// query costs at most maxTerms comparisons per word of text, not one per word it repeats.
+// Stop words are never looked for, even when the search matched only them.
+func snippetTerms(query string) []string {
 	var ts []string
-	for _, t := range terms {
+	for _, t := range matchTerms(Terms(query)) {
 		if !stopWords[t] {
 			ts = append(ts, t)
 		}
+	}
+	return ts
+}
+
+// firstMatch is the rune offset of the earliest word of text that starts with one of the
+// terms (ignoring case), or -1.
+func firstMatch(text []rune, terms []string) int {
+	ts := make([][]rune, len(terms))
+	for i, t := range terms {
+		ts[i] = []rune(t)
 	}
 	for i := 0; i < len(text); i++ {
 		if i > 0 && (unicode.IsLetter(text[i-1]) || unicode.IsDigit(text[i-1])) {
 			continue
 		}
-		for _, t := range ts {
-			tr := []rune(t)
-			if i+len(tr) <= len(text) && strings.EqualFold(string(text[i:i+len(tr)]), t) {
+		for _, tr := range ts {
+			if i+len(tr) <= len(text) && equalFoldRunes(text[i:i+len(tr)], tr) {
 				return i
 			}
 		}
 	}
 	return -1
+}
+
+// equalFoldRunes is strings.EqualFold for rune slices of one length, without a copy: each
+// pair equal under simple case folding.
+func equalFoldRunes(a, b []rune) bool {
+	for i := range a {
+		if !equalFoldRune(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func equalFoldRune(a, b rune) bool {
+	if a == b {
+		return true
+	}
+	for r := unicode.SimpleFold(a); r != a; r = unicode.SimpleFold(r) {
+		if r == b {
+			return true
+		}
+	}
+	return false
 }
 
 // SearchText is search_{id}_docs's result text (spec §4.3) for the sections Search returned
