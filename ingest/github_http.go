@@ -148,15 +148,23 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 // object (GitHub) or its "errors" (Discourse), else nothing.
 func errMessage(body []byte) string {
 	var m struct {
-		Message string   `json:"message"`
-		Errors  []string `json:"errors"`
+		Message string            `json:"message"`
+		Errors  []json.RawMessage `json:"errors"`
 	}
 	if err := json.Unmarshal(body, &m); err != nil {
 		return ""
 	}
 	msg := m.Message
-	if msg == "" && len(m.Errors) > 0 {
-		msg = strings.Join(m.Errors, "; ")
+	if msg == "" {
+		// Discourse's errors are strings; GitHub's are objects, its message says enough.
+		var errs []string
+		for _, raw := range m.Errors {
+			var s string
+			if json.Unmarshal(raw, &s) == nil && s != "" {
+				errs = append(errs, s)
+			}
+		}
+		msg = strings.Join(errs, "; ")
 	}
 	return cutRunes(strings.TrimSpace(msg), 200)
 }
