@@ -171,8 +171,15 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS idx_papers_cites_doi ON papers(cites_doi)`); err != nil {
-		return fmt.Errorf("schema: %w", err)
+	// idx_papers_cites_doi (§2.1), and ours: search_{id}_code_docs and
+	// get_{id}_full_docstring look a symbol up by name, ignoring case.
+	for _, s := range []string{
+		`CREATE INDEX IF NOT EXISTS idx_papers_cites_doi ON papers(cites_doi)`,
+		`CREATE INDEX IF NOT EXISTS idx_docstrings_symbol_nocase ON docstrings(symbol_name COLLATE NOCASE)`,
+	} {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("schema: %w", err)
+		}
 	}
 	cols, err := columns(ctx, tx, "citation_counts")
 	if err != nil {
