@@ -52,6 +52,8 @@ type fetcher struct {
 	guard  *guard
 	client *http.Client
 	slots  chan struct{}
+	// timeout bounds one fetch once it holds its slots (DocumentTimeout; tests shorten it).
+	timeout time.Duration
 
 	mu    sync.Mutex
 	hosts map[string]chan struct{}
@@ -73,8 +75,9 @@ func newFetcher(g *guard) *fetcher {
 		client: &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse // followed by hand, so each hop is checked
 		}},
-		slots: make(chan struct{}, maxFetches),
-		hosts: map[string]chan struct{}{},
+		slots:   make(chan struct{}, maxFetches),
+		timeout: DocumentTimeout,
+		hosts:   map[string]chan struct{}{},
 	}
 }
 
@@ -114,10 +117,10 @@ func (f *fetcher) target(u *url.URL) *url.URL {
 }
 
 // fetch gets rawURL with a conditional request when etag or lastModified is set, following at
-// most MaxRedirects redirects, each checked, and reading at most MaxDocumentBytes.
+// most MaxRedirects redirects, each checked, and reading at most MaxDocumentBytes. It waits
+// for its slots as long as ctx allows; the timeout starts once it holds them, so a document
+// queued behind slow ones still gets its whole DocumentTimeout.
 func (f *fetcher) fetch(ctx context.Context, rawURL, etag, lastModified string) (*fetched, error) {
-	ctx, cancel := context.WithTimeout(ctx, DocumentTimeout)
-	defer cancel()
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return nil, &FetchError{"Request failed: destination not allowed"}
@@ -127,6 +130,8 @@ func (f *fetcher) fetch(ctx context.Context, rawURL, etag, lastModified string) 
 		return nil, &FetchError{"Request failed: " + failureDetail(ctx, err)}
 	}
 	defer release()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.target(u).String(), nil)
 		if err != nil {
