@@ -87,6 +87,9 @@ func (s *Server) Reload(ctx context.Context) error {
 	}
 	s.sealCatalog(cat)
 	s.cat.Store(cat)
+	if s.deps.Applied != nil {
+		s.deps.Applied(set)
+	}
 	s.metrics.communities(cat)
 	s.metrics.reloaded(true)
 	s.log.Info("reloaded communities", slog.Int("communities", len(cat.ids)), slog.Duration("duration", time.Since(start)))

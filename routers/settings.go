@@ -50,6 +50,10 @@ type Deps struct {
 	// Load loads every community. It is called by Reload; the first catalog comes from
 	// Communities.
 	Load func(ctx context.Context) (*config.Set, error)
+	// Applied, when set, is told of each set a reload made the catalog (never of one it
+	// refused), so what follows the communities (MCP servers, documentation) follows the
+	// catalog the routes serve.
+	Applied func(*config.Set)
 	// Communities is the set loaded at start.
 	Communities *config.Set
 	// Engine runs chat turns (a *chat.Engine).

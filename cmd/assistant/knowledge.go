@@ -99,18 +99,6 @@ func deref(p *string) string {
 	return *p
 }
 
-// withKnowledge gives the Library every set a reload loads, as withMCP does the MCP servers.
-func withKnowledge(load func(context.Context) (*config.Set, error), k *knowledgeDocs) func(context.Context) (*config.Set, error) {
-	return func(ctx context.Context) (*config.Set, error) {
-		set, err := load(ctx)
-		var list config.ErrorList
-		if set != nil && (err == nil || errors.As(err, &list) && len(list.Fatal()) == 0) {
-			k.apply(set)
-		}
-		return set, err
-	}
-}
-
 // knowledgeDocs is the chat's view of the knowledge Library (chat.Knowledge): the prompt's
 // doc sections, built once per documentation generation, and the documentation tools.
 type knowledgeDocs struct {

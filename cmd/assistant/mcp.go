@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,20 +16,6 @@ import (
 // servers' variables from the environment.
 func newMCP(dep config.Deployment, getenv func(string) string, log *slog.Logger) *mcp.Manager {
 	return mcp.New(mcp.Options{Deployment: dep, Getenv: getenv, Log: log, Version: version})
-}
-
-// withMCP makes a reload that loads reconnect every MCP server: the old clients are closed
-// (their child processes killed) and the new ones list their tools again. A reload that failed
-// keeps the old ones.
-func withMCP(load func(context.Context) (*config.Set, error), m *mcp.Manager) func(context.Context) (*config.Set, error) {
-	return func(ctx context.Context) (*config.Set, error) {
-		set, err := load(ctx)
-		var list config.ErrorList
-		if set != nil && (err == nil || errors.As(err, &list) && len(list.Fatal()) == 0) {
-			m.Apply(set)
-		}
-		return set, err
-	}
 }
 
 // mcpConnectWait bounds how long validate --connect waits for the servers' first attempts.

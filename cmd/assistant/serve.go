@@ -340,9 +340,14 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 			RateLimits: rl, TrustedProxies: trusted, AccessLog: s.accessLog, FastPath: s.fastPath,
 			Files: routers.FileSettings{UploadBufferBytes: int64(s.uploadBufferMB) << 20, ClientBytes: int64(s.uploadClientMB) << 20, Exports: s.exports},
 		},
-		Logger:      log,
-		Getenv:      getenv,
-		Load:        withKnowledge(withMCP(load, mcps), docs),
+		Logger: log,
+		Getenv: getenv,
+		Load:   load,
+		// The MCP servers and the documentation follow the catalog a reload made.
+		Applied: func(set *config.Set) {
+			mcps.Apply(set)
+			docs.apply(set)
+		},
 		Communities: set,
 		Engine:      engine,
 		Artifacts:   st,
