@@ -2,10 +2,12 @@ package knowledge
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -62,6 +64,12 @@ func IsHTML(body []byte, contentType, docType string) bool {
 // Markdown, JSON pretty-printed in a ```json fence, anything else as it is. Links and images
 // are resolved against base when it is an absolute URL. Invalid UTF-8 is replaced.
 func Convert(body []byte, contentType, docType, base string) Converted {
+	return ConvertContext(context.Background(), body, contentType, docType, base)
+}
+
+// ConvertContext is Convert that stops writing HTML's Markdown, between blocks, once ctx
+// ends; the caller then drops the partial result.
+func ConvertContext(ctx context.Context, body []byte, contentType, docType, base string) Converted {
 	if !utf8.Valid(body) {
 		body = bytes.ToValidUTF8(body, []byte("\uFFFD"))
 	}
@@ -82,7 +90,7 @@ func Convert(body []byte, contentType, docType, base string) Converted {
 	if err != nil { // html.Parse only fails on a reader error
 		return Converted{Markdown: string(body)}
 	}
-	c := &converter{}
+	c := &converter{limit: maxConvertedBytes, done: ctx.Done()}
 	if u, err := url.Parse(base); err == nil && u.IsAbs() {
 		c.base = u
 	}
@@ -189,8 +197,8 @@ func skipped(n *html.Node) bool {
 			return true
 		}
 		if strings.HasPrefix(attr(n, "href"), "#") {
-			t := strings.TrimSpace(textOf(n))
-			return t == "#" || t == "¶" || t == "§"
+			t, ok := shortText(n, len("¶"))
+			return ok && (t == "#" || t == "¶" || t == "§")
 		}
 	}
 	return false
@@ -204,14 +212,26 @@ type converter struct {
 	// nest is how many quotes and lists enclose this converter's output; past maxNest their
 	// content is written flat, since each level copies and prefixes every line again.
 	nest int
+	// limit is the most bytes out takes: maxConvertedBytes for the page's converter, what
+	// its parent may still write for a quote's or a list item's. Nothing is built past it.
+	limit int
+	// done is the conversion's ctx.Done(), checked between blocks.
+	done <-chan struct{}
 }
 
 // Bounds on one conversion's output: a page can nest quotes and lists to make every line
-// longer and copied once per level. Each converter (the page's and one per open level)
-// writes at most maxConvertedBytes, so a conversion holds at most (maxNest+1) times that.
+// longer and copied once per level, and emphasis or links to make each level copy the text
+// inside it. Each converter (the page's and one per open level) writes at most what its
+// parent may still write, checked inside blocks too, so a conversion holds at most
+// (maxNest+1) times maxConvertedBytes; a table cell is at most maxCellChars, a nested
+// table in it written flat as the cell's text.
 const (
 	maxNest           = 6
 	maxConvertedBytes = MaxDocumentBytes
+	maxCellChars      = 2000
+	// maxEmphasis is how many emphases and links inside one another get their markers;
+	// deeper ones are written as their text.
+	maxEmphasis = 3
 )
 
 // maxDepth bounds the converter's recursion; html.Parse refuses a page nested deeper than
@@ -219,7 +239,23 @@ const (
 const maxDepth = 2048
 
 func (c *converter) sub() *converter {
-	return &converter{base: c.base, nest: c.nest + 1}
+	return &converter{base: c.base, nest: c.nest + 1, limit: c.room(), done: c.done}
+}
+
+// room is how many more bytes the converter may write.
+func (c *converter) room() int { return max(0, c.limit-c.out.Len()) }
+
+// stopped reports whether nothing more is written: the output is full or the context ended.
+func (c *converter) stopped() bool {
+	if c.out.Len() >= c.limit {
+		return true
+	}
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // blank ends the current block: the output ends in exactly one blank line (or is empty).
@@ -243,6 +279,9 @@ func (c *converter) writeBlock(text, first, rest string) {
 	}
 	c.blank()
 	for i, line := range strings.Split(text, "\n") {
+		if c.out.Len() >= c.limit { // a block longer than what may still be written
+			break
+		}
 		p := rest
 		if i == 0 {
 			p = first
@@ -284,6 +323,9 @@ func (c *converter) block(n *html.Node, depth int) {
 		inline = inline[:0]
 	}
 	for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+		if c.stopped() {
+			return
+		}
 		if ch.Type == html.ElementNode && skipped(ch) {
 			continue
 		}
@@ -301,14 +343,14 @@ func (c *converter) element(n *html.Node, depth int) {
 	switch n.DataAtom {
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
 		level := int(n.Data[1] - '0')
-		text := oneLine(c.inlineRaw(children(n)))
+		text := oneLine(c.inlineRaw(children(n), c.room()))
 		if text == "" {
 			return
 		}
 		c.headings = append(c.headings, Heading{Level: level, Text: oneLine(plainText(n)), Anchor: anchorOf(n)})
 		c.writeBlock(strings.Repeat("#", level)+" "+text, "", "")
 	case atom.Pre:
-		c.writeBlock(fence(textOf(n), codeLanguage(n)), "", "")
+		c.writeBlock(fence(textOf(n, c.room()), codeLanguage(n)), "", "")
 	case atom.Ul, atom.Ol:
 		c.list(n, depth)
 	case atom.Blockquote:
@@ -326,7 +368,7 @@ func (c *converter) element(n *html.Node, depth int) {
 	case atom.Table:
 		c.table(n)
 	case atom.Dt:
-		if t := oneLine(c.inlineRaw(children(n))); t != "" {
+		if t := oneLine(c.inlineRaw(children(n), c.room())); t != "" {
 			c.writeBlock("**"+t+"**", "", "")
 		}
 	default:
@@ -341,7 +383,11 @@ func (c *converter) list(n *html.Node, depth int) {
 		i = s
 	}
 	var items []string
+	size := 0 // of items
 	for li := n.FirstChild; li != nil; li = li.NextSibling {
+		if c.stopped() || size >= c.room() {
+			break
+		}
 		if li.Type != html.ElementNode {
 			continue
 		}
@@ -353,6 +399,7 @@ func (c *converter) list(n *html.Node, depth int) {
 			continue
 		}
 		sub := c.sub()
+		sub.limit -= size
 		if li.DataAtom == atom.Li {
 			sub.block(li, depth+1)
 		} else {
@@ -379,22 +426,26 @@ func (c *converter) list(n *html.Node, depth int) {
 			}
 		}
 		items = append(items, b.String())
+		size += b.Len()
 	}
 	// Tight list: items one after another unless an item has blank lines of its own.
 	c.writeBlock(strings.Join(items, ""), "", "")
 }
 
+// table writes the table's own rows (those of a table inside a cell are that cell's text).
 func (c *converter) table(n *html.Node) {
 	var rows [][]string
-	for tr := range n.Descendants() {
-		if tr.Type != html.ElementNode || tr.DataAtom != atom.Tr {
-			continue
+	size := 0 // of the cells
+	for tr := range ownRows(n) {
+		if c.stopped() || size >= c.room() {
+			break
 		}
 		var row []string
 		for td := tr.FirstChild; td != nil; td = td.NextSibling {
 			if td.Type == html.ElementNode && (td.DataAtom == atom.Td || td.DataAtom == atom.Th) {
-				cell := oneLine(c.inlineRaw(children(td)))
-				row = append(row, strings.ReplaceAll(cell, "|", `\|`))
+				cell := c.cell(td)
+				row = append(row, cell)
+				size += len(cell) + len(" | ")
 			}
 		}
 		if len(row) > 0 {
@@ -410,6 +461,9 @@ func (c *converter) table(n *html.Node) {
 	}
 	var b strings.Builder
 	for i, r := range rows {
+		if b.Len() >= c.room() { // short rows padded to the widest may outgrow the cells
+			break
+		}
 		for len(r) < width {
 			r = append(r, "")
 		}
@@ -419,6 +473,40 @@ func (c *converter) table(n *html.Node) {
 		}
 	}
 	c.writeBlock(b.String(), "", "")
+}
+
+// ownRows yields the rows of table n: its tr children and those of its thead, tbody and
+// tfoot, not the rows of tables inside its cells.
+func ownRows(n *html.Node) func(yield func(*html.Node) bool) {
+	return func(yield func(*html.Node) bool) {
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			if ch.Type != html.ElementNode {
+				continue
+			}
+			switch ch.DataAtom {
+			case atom.Tr:
+				if !yield(ch) {
+					return
+				}
+			case atom.Thead, atom.Tbody, atom.Tfoot:
+				for tr := ch.FirstChild; tr != nil; tr = tr.NextSibling {
+					if tr.Type == html.ElementNode && tr.DataAtom == atom.Tr && !yield(tr) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// cell is a table cell's text on one line, at most maxCellChars characters, its pipes
+// escaped.
+func (c *converter) cell(td *html.Node) string {
+	cell := oneLine(c.inlineRaw(children(td), 4*maxCellChars)) // a character is at most 4 bytes
+	if utf8.RuneCountInString(cell) > maxCellChars {
+		cell = string([]rune(cell)[:maxCellChars]) + "…"
+	}
+	return strings.ReplaceAll(cell, "|", `\|`)
 }
 
 func children(n *html.Node) []*html.Node {
@@ -434,29 +522,51 @@ func children(n *html.Node) []*html.Node {
 // would read as a heading, list, quote or fence.
 func (c *converter) inlineText(nodes []*html.Node) string {
 	var lines []string
-	for line := range strings.SplitSeq(c.inlineRaw(nodes), "\n") {
+	for line := range strings.SplitSeq(c.inlineRaw(nodes, c.room()), "\n") {
 		lines = append(lines, escapeLineStart(strings.Join(strings.Fields(line), " ")))
 	}
 	return strings.Trim(strings.Join(lines, "\n"), "\n")
 }
 
 // inlineRaw renders inline nodes without escaping line starts (for headings and cells, whose
-// line starts with their own marker).
-func (c *converter) inlineRaw(nodes []*html.Node) string {
-	var b strings.Builder
+// line starts with their own marker), in at most limit bytes.
+func (c *converter) inlineRaw(nodes []*html.Node, limit int) string {
+	sp := &span{limit: limit}
 	for _, n := range nodes {
-		c.inline(&b, n, 0)
+		c.inline(sp, n, 0)
 	}
-	return b.String()
+	return sp.b.String()
 }
 
-func (c *converter) inline(b *strings.Builder, n *html.Node, depth int) {
-	if depth > maxDepth {
+// span is inline Markdown being written, at most limit bytes: once full, the rest of its
+// nodes are not visited.
+type span struct {
+	b     strings.Builder
+	limit int
+	// emph is how many emphases and links enclose what is written now.
+	emph int
+}
+
+func (sp *span) full() bool { return sp.b.Len() >= sp.limit }
+
+// write appends t, cut (at a character's start) where the span is full.
+func (sp *span) write(t string) {
+	if room := sp.limit - sp.b.Len(); len(t) > room {
+		for room > 0 && !utf8.RuneStart(t[room]) {
+			room--
+		}
+		t = t[:max(room, 0)]
+	}
+	sp.b.WriteString(t)
+}
+
+func (c *converter) inline(sp *span, n *html.Node, depth int) {
+	if depth > maxDepth || sp.full() {
 		return
 	}
 	switch n.Type {
 	case html.TextNode:
-		b.WriteString(escapeText(strings.ReplaceAll(n.Data, "\n", " ")))
+		sp.write(escapeText(strings.ReplaceAll(n.Data, "\n", " ")))
 		return
 	case html.ElementNode:
 	default:
@@ -465,48 +575,60 @@ func (c *converter) inline(b *strings.Builder, n *html.Node, depth int) {
 	if skipped(n) {
 		return
 	}
-	inner := func() string {
-		var ib strings.Builder
-		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-			c.inline(&ib, ch, depth+1)
+	kids := func(sp *span) {
+		for ch := n.FirstChild; ch != nil && !sp.full(); ch = ch.NextSibling {
+			c.inline(sp, ch, depth+1)
 		}
-		return strings.TrimSpace(ib.String())
+	}
+	// inner is the children's Markdown, trimmed, for markers around it. Past maxEmphasis
+	// levels the children are written in place instead (ok false): each level copies the
+	// text inside it, so nesting must not multiply the work.
+	inner := func() (string, bool) {
+		if sp.emph >= maxEmphasis {
+			kids(sp)
+			return "", false
+		}
+		isp := &span{limit: sp.limit - sp.b.Len(), emph: sp.emph + 1}
+		kids(isp)
+		return strings.TrimSpace(isp.b.String()), true
 	}
 	switch n.DataAtom {
 	case atom.Br:
-		b.WriteString("\n")
+		sp.write("\n")
 	case atom.Code, atom.Kbd, atom.Samp, atom.Tt:
-		b.WriteString(codeSpan(strings.Join(strings.Fields(textOf(n)), " ")))
+		sp.write(codeSpan(strings.Join(strings.Fields(textOf(n, sp.limit-sp.b.Len())), " ")))
 	case atom.Strong, atom.B:
-		if t := inner(); t != "" {
-			b.WriteString("**" + t + "**")
+		if t, ok := inner(); ok && t != "" {
+			sp.write("**" + t + "**")
 		}
 	case atom.Em, atom.I:
-		if t := inner(); t != "" {
-			b.WriteString("*" + t + "*")
+		if t, ok := inner(); ok && t != "" {
+			sp.write("*" + t + "*")
 		}
 	case atom.A:
-		t := inner()
+		t, ok := inner()
 		href := c.resolve(attr(n, "href"))
 		switch {
-		case t == "":
+		case !ok || t == "":
 		case href == "" || strings.HasPrefix(href, "javascript:"):
-			b.WriteString(t)
+			sp.write(t)
 		default:
-			b.WriteString("[" + t + "](" + href + ")")
+			sp.write("[" + t + "](" + href + ")")
 		}
 	case atom.Img:
 		if src := c.resolve(attr(n, "src")); src != "" {
-			b.WriteString("![" + escapeText(oneLine(attr(n, "alt"))) + "](" + src + ")")
+			sp.write("![" + escapeText(oneLine(attr(n, "alt"))) + "](" + src + ")")
 		}
 	default:
-		if isBlock(n) { // a block inside inline content (a <div> in a <td>): keep its words
-			b.WriteString(" " + inner() + " ")
+		// A block inside inline content (a <div> in a <td>), or a cell of a table in a cell:
+		// keep its words apart.
+		if isBlock(n) || n.DataAtom == atom.Td || n.DataAtom == atom.Th {
+			sp.write(" ")
+			kids(sp)
+			sp.write(" ")
 			return
 		}
-		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
-			c.inline(b, ch, depth+1)
-		}
+		kids(sp)
 	}
 }
 
@@ -557,10 +679,14 @@ func escapeLineStart(line string) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// textOf is the text of n and its descendants, as it is (for <pre> and code).
-func textOf(n *html.Node) string {
+// textOf is the text of n and its descendants, as it is (for <pre> and code), up to about
+// limit bytes.
+func textOf(n *html.Node, limit int) string {
 	var b strings.Builder
 	for d := range n.Descendants() {
+		if b.Len() >= limit {
+			break
+		}
 		if d.Type == html.TextNode {
 			b.WriteString(d.Data)
 		}
@@ -569,6 +695,27 @@ func textOf(n *html.Node) string {
 		}
 	}
 	return b.String()
+}
+
+// shortText is n's text without whitespace when it has at most limit bytes of it (ok),
+// found without reading past that: a permalink's text is one character.
+func shortText(n *html.Node, limit int) (string, bool) {
+	var b strings.Builder
+	for d := range n.Descendants() {
+		if d.Type != html.TextNode {
+			continue
+		}
+		for _, r := range d.Data {
+			if unicode.IsSpace(r) {
+				continue
+			}
+			if b.Len()+utf8.RuneLen(r) > limit {
+				return "", false
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String(), true
 }
 
 // plainText is the text of n without the elements the converter leaves out.
