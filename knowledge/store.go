@@ -134,12 +134,7 @@ func (s *Store) withWriter(ctx context.Context, id string, fn func(db *sql.DB) e
 	}
 	defer unlock()
 
-	// A crash may have left temporary files of a publish; they are never read.
-	if old, _ := filepath.Glob(filepath.Join(s.dir, id+".db.tmp-*")); len(old) > 0 {
-		for _, p := range old {
-			os.Remove(p)
-		}
-	}
+	s.removeStaleTemps(id)
 	db, err := s.openWork(ctx, id)
 	if err != nil && ctx.Err() == nil {
 		// A working copy that cannot be opened (a crash, a full disk, a bad file) is only a
@@ -155,6 +150,22 @@ func (s *Store) withWriter(ctx context.Context, id string, fn func(db *sql.DB) e
 	}
 	defer db.Close()
 	return fn(db)
+}
+
+// staleTemp is the age past which a publish's temporary file is a crash's leftover: a
+// younger one may be a publish under way in a process that does not take the lock (an
+// older build), and removing it would make that publish rename an empty file.
+const staleTemp = 10 * time.Minute
+
+// removeStaleTemps removes the temporary files of publishes that crashed; they are never
+// read.
+func (s *Store) removeStaleTemps(id string) {
+	old, _ := filepath.Glob(filepath.Join(s.dir, id+".db.tmp-*"))
+	for _, p := range old {
+		if st, err := os.Lstat(p); err == nil && time.Since(st.ModTime()) > staleTemp {
+			os.Remove(p)
+		}
+	}
 }
 
 // lockPoll is how often a writer waiting for another process's flock tries again.
@@ -250,13 +261,19 @@ func (s *Store) publish(ctx context.Context, db *sql.DB, id string) error {
 }
 
 // checkPublished sets the new file to rollback-journal mode, so readers need no -wal or
-// -shm file, and checks it.
+// -shm file, and checks it: it must exist (mode=rw never creates it, so a file that went
+// missing is not replaced by an empty one) and hold doc_sections, as every working copy does.
 func checkPublished(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", dsn(path, ""))
+	db, err := sql.Open("sqlite", dsn(path, "mode=rw"))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if ok, err := hasTable(ctx, db, "doc_sections"); err != nil {
+		return err
+	} else if !ok {
+		return errors.New("the new file has no doc_sections table")
+	}
 	var mode, check string
 	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode=DELETE`).Scan(&mode); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReferenceFile: a database with only the reference's tables (and an older
@@ -141,6 +142,8 @@ func TestWorkCopyRecovers(t *testing.T) {
 	os.Remove(st.workPath("w") + "-wal")
 	leftover := st.Path("w") + ".tmp-abc"
 	os.WriteFile(leftover, []byte("half a publish"), 0o644)
+	old := time.Now().Add(-time.Hour) // a crash's, not a publish under way
+	os.Chtimes(leftover, old, old)
 	if err := insert(1); err != nil {
 		t.Fatalf("write over a broken working copy: %v", err)
 	}
