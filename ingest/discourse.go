@@ -431,8 +431,8 @@ func (t discourseTopic) record(base string, names map[int]string) knowledge.Topi
 		URL:       base + "/t/" + url.PathEscape(t.Slug) + "/" + strconv.Itoa(t.ID),
 		CreatedAt: cutRunes(t.CreatedAt, 64),
 	}
-	if t.Slug == "" {
-		rec.URL = base + "/t/" + strconv.Itoa(t.ID)
+	if t.Slug == "" || t.Slug == "." || t.Slug == ".." {
+		rec.URL = base + "/t/" + strconv.Itoa(t.ID) // Discourse redirects to the slug
 	}
 	if t.LastPostedAt != nil {
 		rec.LastPostedAt = cutRunes(*t.LastPostedAt, 64)
