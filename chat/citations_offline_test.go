@@ -40,6 +40,8 @@ func (k *docsKnowledge) FetchPage(context.Context, string, string) KnowledgeResu
 	return KnowledgeResult{Text: "not used", IsError: true}
 }
 
+func (k *docsKnowledge) Tools(string) []SourceTool { return nil }
+
 // TestOfflineAnswerCites: with no key anywhere, the offline model answers a question from the
 // community's documentation (issue 23 item 7): it searches, the search's passages reach it as
 // search_result blocks, and it quotes them cited, so the reader gets markers, citation events

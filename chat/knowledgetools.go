@@ -24,6 +24,9 @@ type Knowledge interface {
 	Search(ctx context.Context, community, query string, limit int) KnowledgeResult
 	// FetchPage is fetch_current_page for the page at url, asked from a community's widget.
 	FetchPage(ctx context.Context, community, url string) KnowledgeResult
+	// Tools are the community's synced-source tools bound now (their sources configured and
+	// holding data), in knowledge.md §4.1's order; they come before the documentation tools.
+	Tools(community string) []SourceTool
 }
 
 // KnowledgeDocs is a community's documentation as the prompt and the tools see it. Generation

@@ -75,6 +75,7 @@ func (r *turn) loop(ctx context.Context) error {
 	defer cancel()
 	r.tools = bindTools(r.t, r.e.Runner != nil, r.e.serverNote())
 	r.bindKnowledge()
+	r.bindSourceTools() // before the documentation tools, which bindKnowledge put first
 	r.bindMCP()
 	r.system = r.e.systemPrompt(r.t.Community, r.t.Page, CitationPathOf(r.route.Provider))
 	r.cites = replyCitations(r.history)

@@ -112,6 +112,8 @@ type knowledgeDocs struct {
 
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+
+	src sourceTools // the synced sources' tools (sourcetools.go)
 }
 
 type docsEntry struct {
@@ -126,6 +128,7 @@ func newKnowledgeDocs(lib *knowledge.Library, budget int, log *slog.Logger) *kno
 		budget = int(limits.PreloadBudgetChars)
 	}
 	return &knowledgeDocs{lib: lib, budget: budget, log: log, cache: map[string]*docsEntry{},
+		src: sourceTools{comms: map[string]*config.Community{}, states: map[string]sourceState{}},
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "assistant_knowledge_tool_calls_total",
 			Help: "Documentation tool calls by community, tool and outcome (ok, error)."}, []string{"community", "tool", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "assistant_knowledge_tool_duration_seconds",
@@ -146,6 +149,13 @@ func (k *knowledgeDocs) apply(set *config.Set) {
 	k.mu.Lock()
 	k.ids = ids
 	k.mu.Unlock()
+	byID := make(map[string]*config.Community, len(set.Communities))
+	for _, c := range set.Communities {
+		byID[c.ID] = c
+	}
+	k.src.mu.Lock()
+	k.src.comms = byID
+	k.src.mu.Unlock()
 }
 
 // observe counts one documentation tool call.
