@@ -93,22 +93,57 @@ func testClientShare(t *testing.T, s Store, c *clock) {
 	if err := put("s5", a, sized("f.txt", 40000)); err != nil {
 		t.Errorf("a after its session expired: %v", err)
 	}
-	// Files of no client count for no one; and the default share is a quarter of the budget.
+	// Files of no client count for no one; and the default share is a quarter of the budget
+	// when a session holds less (20,000 bytes and one file here).
 	for _, id := range []string{"s3", "s5"} {
 		if err := s.DeleteSession(ctx, "c", id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mustEnsure(t, s, "c", "s6")
+	for _, id := range []string{"s6", "s7", "s8"} {
+		mustEnsure(t, s, "c", id)
+	}
 	if err := put("s6", FileLimits{MaxFiles: 16, MaxSessionBytes: 1 << 20}, sized("g.txt", 10000)); err != nil {
 		t.Errorf("a file of no client: %v", err)
 	}
-	def := FileLimits{MaxFiles: 16, MaxSessionBytes: 1 << 20, Client: "198.51.100.7"}
-	if err := put("s6", def, sized("h.txt", 25010)); !errors.Is(err, ErrClientFilesFull) {
+	def := FileLimits{MaxFiles: 1, MaxSessionBytes: 20000, Client: "198.51.100.7"}
+	if err := put("s8", def, sized("h.txt", 15000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("s7", def, sized("i.txt", 10010)); !errors.Is(err, ErrClientFilesFull) {
 		t.Errorf("past the default share: %v, want ErrClientFilesFull", err)
 	}
-	if err := put("s6", def, sized("h.txt", 25000)); err != nil {
+	if err := put("s7", def, sized("i.txt", 10000)); err != nil {
 		t.Errorf("up to the default share: %v", err)
+	}
+}
+
+// testDefaultShareHoldsASession (issue 22, review item 4): by default one client may keep at
+// least a whole session's worth, when the community's storage for files holds it, even where
+// that is more than a quarter of it: a reader's first file as large as a session allows is
+// not refused. share is what the community may hold of files (hardeningLimits' budget in
+// Redis, that divided by lim.Communities in memory).
+func testDefaultShareHoldsASession(t *testing.T, s Store, lim FileLimits, share int) {
+	ctx := context.Background()
+	lim.MaxFiles, lim.MaxSessionBytes, lim.Client = 2, int64(share)*3/5, "192.0.2.40"
+	for _, id := range []string{"s1", "s2"} {
+		mustEnsure(t, s, "c", id)
+	}
+	// Half the share, twice the quarter: within one session's worth.
+	if _, err := s.PutFiles(ctx, "c", "s1", []NewFile{sized("a.txt", share/2)}, lim); err != nil {
+		t.Fatalf("a file of half the community's share, under a session's cap of 60%%: %v", err)
+	}
+	// A session's worth is still the bound, across the client's sessions.
+	session := share*3/5 + 2*(maxNameBytes+runOverhead)
+	if _, err := s.PutFiles(ctx, "c", "s2", []NewFile{sized("b.txt", session-share/2+1)}, lim); !errors.Is(err, ErrClientFilesFull) {
+		t.Errorf("a byte past a session's worth: %v, want ErrClientFilesFull", err)
+	}
+	if _, err := s.PutFiles(ctx, "c", "s2", []NewFile{sized("b.txt", session-share/2)}, lim); err != nil {
+		t.Errorf("up to a session's worth: %v", err)
+	}
+	// The share is at most the community's storage: a session larger than it is bounded by it.
+	if got := (FileLimits{MaxFiles: 2, MaxSessionBytes: 10 * int64(share)}).maxClient(int64(share)); got != int64(share) {
+		t.Errorf("the default share with a session larger than the storage: %d, want %d", got, share)
 	}
 }
 
@@ -221,6 +256,16 @@ func TestRedisClientShare(t *testing.T) {
 	if seen != 2 {
 		t.Errorf("%d of fown and fclient among %q", seen, keys)
 	}
+}
+
+func TestMemoryDefaultShareHoldsASession(t *testing.T) {
+	l := hardeningLimits()
+	testDefaultShareHoldsASession(t, NewMemory(l, nil, nil), FileLimits{Communities: 4}, int(l.ArtifactBytes/4))
+}
+
+func TestRedisDefaultShareHoldsASession(t *testing.T) {
+	s, _ := newTestRedis(t, nil, hardeningLimits())
+	testDefaultShareHoldsASession(t, s, FileLimits{Communities: 4}, int(hardeningLimits().ArtifactBytes))
 }
 
 func TestMemoryCommunitiesDoNotShareFiles(t *testing.T) {

@@ -318,7 +318,9 @@ type FileLimits struct {
 	Client string
 	// MaxClientBytes bounds what Client's files may count (as against the budget: bytes,
 	// names and overhead) across the community's sessions; 0 is a quarter of the community's
-	// budget (its share of it in memory). A file replaced by another client leaves its first
+	// budget (its share of it in memory), but at least a whole session's worth
+	// (MaxSessionBytes and MaxFiles files' names and overhead) within that budget, so that a
+	// reader can always fill one session. A file replaced by another client leaves its first
 	// client's count.
 	MaxClientBytes int64
 	// Communities is how many communities take uploads. The in-memory store, whose budget
@@ -329,16 +331,22 @@ type FileLimits struct {
 }
 
 // clientShare is the default MaxClientBytes: what a community may hold of attached files,
-// divided by this.
+// divided by this (unless a session holds more).
 const clientShare = 4
 
+// maxNameBytes is the most bytes a file's name counts against the budget: the callers' names
+// are at most 128 ASCII characters (workspace.MaxUploadNameChars).
+const maxNameBytes = 128
+
 // maxClient is lim's bound on one client's files in a community whose budget for files is
-// budget.
+// budget: MaxClientBytes, or by default the larger of a quarter of the budget and what one full
+// session counts, and never more than the budget.
 func (lim FileLimits) maxClient(budget int64) int64 {
 	if lim.MaxClientBytes > 0 {
 		return lim.MaxClientBytes
 	}
-	return budget / clientShare
+	session := lim.MaxSessionBytes + int64(max(lim.MaxFiles, 0))*(maxNameBytes+runOverhead)
+	return min(budget, max(budget/clientShare, session))
 }
 
 // withDefaults returns l with every zero or negative field set to its DefaultLimits value.
