@@ -252,12 +252,13 @@ func (g *gatedFiles) ViewFile(ctx context.Context, community, id, name string) (
 	return g.Store.ViewFile(ctx, community, id, name)
 }
 
-// TestExportLimit: past FileSettings.Exports exports in flight, another is refused with 503 and a
-// Retry-After; HEAD writes no zip and is not counted; once the export ends, its place is free.
+// TestExportLimit: past FileSettings.Exports exports in flight, another (of another client) is
+// refused with 503 and a Retry-After; HEAD writes no zip and is not counted; once the export
+// ends, its place is free.
 func TestExportLimit(t *testing.T) {
 	st := store.NewMemory(store.Limits{}, nil, nil)
 	g := &gatedFiles{Store: st, entered: make(chan struct{}, 4), release: make(chan struct{})}
-	fs := newFilesServerWith(t, g, smallUploads(), FileSettings{Exports: 1}, nil)
+	fs := newReviewServer(t, g, smallUploads(), FileSettings{Exports: 1}, nil)
 	var once sync.Once
 	open := func() { once.Do(func() { close(g.release) }) }
 	defer open()
@@ -279,7 +280,9 @@ func TestExportLimit(t *testing.T) {
 	<-g.entered // the first export is writing
 	// A second one would wait for the gate too: bound it, so that a missing limit fails.
 	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get(fs.ts.URL + "/nemar/sessions/s/export.zip")
+	req, _ := http.NewRequest(http.MethodGet, fs.ts.URL+"/nemar/sessions/s/export.zip", nil)
+	req.Header.Set("X-Forwarded-For", "198.51.100.9")
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("a second export was not refused at once: %v", err)
 	}

@@ -117,7 +117,10 @@ type filesBody struct {
 // of max_file_mb + 1 byte and the whole within max_session_mb plus the multipart overhead, so
 // at most that much is ever held; and before a byte is read the request reserves that much
 // (its Content-Length, or the cap without one) of the process's upload buffer, so that however
-// many uploads arrive at once they hold no more than it (503 and a Retry-After past it).
+// many uploads arrive at once they hold no more than it (503 and a Retry-After past it). One
+// client holds at most a share of the buffer (its first upload in flight aside), and a body
+// must keep coming, a MiB at a time (pacedBody), or it is cut with 408 and its reservation
+// freed: connections that send no body cannot keep the buffer from the others.
 func (s *Server) uploadFiles(c echo.Context) error {
 	cc, ok := s.community(c)
 	if !ok {
@@ -139,27 +142,33 @@ func (s *Server) uploadFiles(c echo.Context) error {
 	}
 	capBytes := up.maxSession + multipartOverhead
 	if req.ContentLength > capBytes {
-		return uploadTooLarge(up) // refused before reading a byte
+		return s.unread(c, uploadTooLarge(up)) // refused before reading a byte
 	}
 	// What the body may hold: its Content-Length (net/http reads no more), or without one the
 	// cap, and never more than the whole upload buffer.
-	if req.ContentLength > s.files.uploads.total {
-		return errUploadOverBuffer(s.files.uploads.total)
+	if req.ContentLength > s.files.buffer.total {
+		return s.unread(c, errUploadOverBuffer(s.files.buffer.total))
 	}
-	want := min(capBytes, s.files.uploads.total)
+	want := min(capBytes, s.files.buffer.total)
 	if req.ContentLength >= 0 {
 		want = req.ContentLength
 	}
-	release, ok := s.files.uploads.reserve(want)
-	if !ok {
-		return busy(c, errUploadsBusy)
+	client := requestClient(c)
+	release, err := s.files.buffer.reserve(client, want)
+	if err != nil {
+		return s.unread(c, busy(c, uploadRefusal(err)))
 	}
 	defer release()
-	body := &countingReader{r: http.MaxBytesReader(c.Response(), req.Body, want)}
+	paced := newPacedBody(req.Body, readDeadline(c), time.Now, s.files.bodyWindow, bodyStep)
+	body := &countingReader{r: http.MaxBytesReader(c.Response(), io.NopCloser(paced), want)}
 	left := func() int64 { return want - body.n }
 	files, err := readUploads(body, params["boundary"], up, left)
 	if err != nil && req.ContentLength < 0 && want < capBytes && body.n >= want {
-		return errUploadOverBuffer(s.files.uploads.total) // a body of unknown length, cut at the buffer
+		return errUploadOverBuffer(s.files.buffer.total) // a body of unknown length, cut at the buffer
+	}
+	var slow *slowBodyError
+	if errors.As(err, &slow) {
+		return errUploadTooSlow
 	}
 	if err != nil {
 		return err
@@ -169,7 +178,7 @@ func (s *Server) uploadFiles(c echo.Context) error {
 		return err
 	}
 	lim := store.FileLimits{MaxFiles: up.maxFiles, MaxSessionBytes: up.maxSession,
-		Client: c.RealIP(), MaxClientBytes: s.files.clientBytes, Communities: s.uploadCommunities()}
+		Client: client, MaxClientBytes: s.files.clientBytes, Communities: s.uploadCommunities()}
 	list, err := fs.PutFiles(ctx, cc.cfg.ID, sid, files, lim)
 	if errors.Is(err, store.ErrNameClash) {
 		return nameClash(ctx, fs, cc.cfg.ID, sid, files)
@@ -178,6 +187,14 @@ func (s *Server) uploadFiles(c echo.Context) error {
 		return filesError(err, up)
 	}
 	return c.JSON(http.StatusOK, filesBody{Files: list})
+}
+
+// unread answers err to an upload whose body it will not read. net/http reads up to 256 KB
+// of such a body before it answers (so that the connection can be used again): that read gets
+// the pace's window too, not the server's whole read timeout, for a client that sends none.
+func (s *Server) unread(c echo.Context, err error) error {
+	_ = readDeadline(c)(time.Now().Add(s.files.bodyWindow))
+	return err
 }
 
 // errUploadOverBuffer refuses an upload larger than the whole upload buffer, which no wait
@@ -216,7 +233,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // bytes. Other parts are read and dropped. left, when not nil, is at most how many bytes of the
 // body are still to come (from its Content-Length), so that a file's buffer can be made its
 // size at once rather than grown (and copied) as it is read. Every error it returns is an
-// *apiError or a *http.MaxBytesError.
+// *apiError, or a *slowBodyError when the body stopped coming.
 func readUploads(r io.Reader, boundary string, up uploadLimits, left func() int64) ([]store.NewFile, error) {
 	mr := multipart.NewReader(r, boundary)
 	var (
@@ -334,15 +351,25 @@ func uploadReason(err error) string {
 	return "A file was refused."
 }
 
-// bodyError is a failure to read the body: over its cap (413), or not a well-formed multipart
-// body (400).
+// bodyError is a failure to read the body: over its cap (413), too slow (its deadline passed:
+// a *slowBodyError), or not a well-formed multipart body (400).
 func bodyError(err error, up uploadLimits) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return uploadTooLarge(up)
 	}
+	if tooSlow(err) {
+		return &slowBodyError{err}
+	}
 	return &apiError{http.StatusBadRequest, "The multipart/form-data body is malformed: " + err.Error()}
 }
+
+// slowBodyError is a body whose read deadline passed (pacedBody): the handler answers
+// errUploadTooSlow.
+type slowBodyError struct{ err error }
+
+func (e *slowBodyError) Error() string { return "upload body too slow: " + e.err.Error() }
+func (e *slowBodyError) Unwrap() error { return e.err }
 
 func uploadTooLarge(up uploadLimits) *apiError {
 	return &apiError{http.StatusRequestEntityTooLarge, fmt.Sprintf("A session's files may total at most %d MB, and one file at most %d MB.", up.maxSession>>20, up.maxFile>>20)}
@@ -487,8 +514,12 @@ func lookupError(err error) error {
 // results, the kept files of its runs, manifest.json, notebook.ipynb) and its uploaded files
 // under data/, as a download. The zip is streamed from the store one file at a time, read
 // without a copy (ViewFile, ViewArtifact); what is compressed already is stored as it is
-// (workspace.Method). At most FileSettings.Exports are written at once: past that an export is
-// refused with 503 and a Retry-After (HEAD, which writes no zip, is not counted).
+// (workspace.Method). At most FileSettings.Exports are written at once, and one per client:
+// past that an export is refused with 503 and a Retry-After (HEAD, which writes no zip, is not
+// counted). The answer is written in steps that must each be taken within writeWindow
+// (pacedWriter), so a reader who stops reading frees the place within it. With a store whose
+// reads are copies (Redis), each file's bytes are reserved from the process's buffer before
+// they are read, waiting (at most exportRoomWait) for room.
 func (s *Server) export(c echo.Context) error {
 	cc, fs, sid, err := s.sessionFiles(c)
 	if err != nil {
@@ -496,9 +527,9 @@ func (s *Server) export(c echo.Context) error {
 	}
 	head := c.Request().Method == http.MethodHead
 	if !head {
-		done, ok := s.files.startExport()
-		if !ok {
-			return busy(c, errExportsBusy)
+		done, refused := s.files.startExport(requestClient(c))
+		if refused != nil {
+			return busy(c, refused)
 		}
 		defer done()
 	}
@@ -516,14 +547,15 @@ func (s *Server) export(c echo.Context) error {
 		modified = later(modified, r.Time)
 	}
 	names := make([]string, len(list))
+	sizes := make(map[string]int64, len(list))
 	for i, f := range list {
 		modified = later(modified, f.AddedAt)
 		names[i] = f.Name
+		sizes[f.Name] = f.Bytes
 	}
 	if modified.IsZero() {
 		modified = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC) // the zip format's first day
 	}
-	extendWrite(c)
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "application/zip")
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": exportName(cc.cfg.ID, sid)}))
@@ -534,27 +566,75 @@ func (s *Server) export(c echo.Context) error {
 		return c.NoContent(http.StatusOK)
 	}
 	c.Response().WriteHeader(http.StatusOK)
-	src := exportSource{ctx: ctx, fs: fs, community: cc.cfg.ID, sid: sid}
-	if err := workspace.WriteZip(c.Response(), runs, names, modified, src); err != nil {
+	src := &exportSource{ctx: ctx, fs: fs, community: cc.cfg.ID, sid: sid, sizes: sizes}
+	if vc, ok := fs.(viewCopier); ok && vc.ViewsCopy() {
+		src.budget, src.roomWait = s.files.buffer, s.files.roomWait
+	}
+	defer src.done()
+	w := &pacedWriter{w: c.Response(), set: writeDeadline(c), now: time.Now, window: s.files.writeWindow, step: writeStep}
+	if err := workspace.WriteZip(w, runs, names, modified, src); err != nil {
 		// The answer has started: the client sees a cut zip, which does not open.
 		s.log.LogAttrs(ctx, slog.LevelWarn, "writing an export failed", slog.String("request_id", requestID(c)), slog.Any("error", err))
 	}
 	return nil
 }
 
+// viewCopier is a store that may say whether its views (ViewFile, ViewArtifact) are bytes read
+// for the caller, which an export then holds in memory beside the store's (store.Redis: every
+// reply is), rather than the store's own bytes (store.Memory).
+type viewCopier interface{ ViewsCopy() bool }
+
 // exportSource reads an export's files from the store as the zip is written, without copies.
+// With a budget, each file's bytes are reserved from it before they are read (a data file's
+// listed size; a run's file at most limits.MaxSavedFileBytes) and given back when the next
+// file is read, or at done.
 type exportSource struct {
 	ctx            context.Context // the request's: the export ends with it
 	fs             SessionFiles
 	community, sid string
+	sizes          map[string]int64 // the data files' listed sizes
+	budget         *byteBudget
+	roomWait       time.Duration
+	release        func() // the reservation of the file being written
 }
 
-func (e exportSource) RunFile(callID, path string) ([]byte, error) {
+func (e *exportSource) RunFile(callID, path string) ([]byte, error) {
+	if err := e.reserve(int64(limits.MaxSavedFileBytes)); err != nil {
+		return nil, err
+	}
 	return gone(e.fs.ViewArtifact(e.ctx, e.community, e.sid, callID, path))
 }
 
-func (e exportSource) DataFile(name string) ([]byte, error) {
+func (e *exportSource) DataFile(name string) ([]byte, error) {
+	if err := e.reserve(e.sizes[name]); err != nil {
+		return nil, err
+	}
 	return gone(e.fs.ViewFile(e.ctx, e.community, e.sid, name))
+}
+
+// reserve gives back the previous file's bytes (written by now) and takes n for the next,
+// waiting for room at most e.roomWait.
+func (e *exportSource) reserve(n int64) error {
+	e.done()
+	if e.budget == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, e.roomWait)
+	defer cancel()
+	release, err := e.budget.wait(ctx, n)
+	if err != nil {
+		return fmt.Errorf("waiting %v for room to read an export's file of %d bytes: %w", e.roomWait, n, err)
+	}
+	e.release = release
+	return nil
+}
+
+// done gives back the bytes of the file being written.
+func (e *exportSource) done() {
+	if e.release != nil {
+		e.release()
+		e.release = nil
+	}
 }
 
 // gone turns a file the store no longer has (evicted, deleted, or the session expired since the

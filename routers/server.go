@@ -47,6 +47,7 @@ func New(deps Deps) (*Server, error) {
 	}
 	s.sealCatalog(cat)
 	s.cat.Store(cat)
+	s.warnClientBytes(cat)
 	s.metrics.communities(cat)
 	s.metrics.reloaded(true)
 	s.e = s.routes()
@@ -90,6 +91,7 @@ func (s *Server) Reload(ctx context.Context) error {
 	if s.deps.Applied != nil {
 		s.deps.Applied(set)
 	}
+	s.warnClientBytes(cat)
 	s.metrics.communities(cat)
 	s.metrics.reloaded(true)
 	s.log.Info("reloaded communities", slog.Int("communities", len(cat.ids)), slog.Duration("duration", time.Since(start)))

@@ -897,6 +897,10 @@ func (m *Memory) File(ctx context.Context, community, id, name string) (SessionF
 	return f.meta, bytes.Clone(f.data), nil
 }
 
+// ViewsCopy reports false: ViewFile and ViewArtifact hand out the store's own bytes, which cost
+// nothing more however many callers hold them.
+func (m *Memory) ViewsCopy() bool { return false }
+
 // ViewFile returns one attached file's bytes, the store's own: they are never changed.
 func (m *Memory) ViewFile(ctx context.Context, community, id, name string) ([]byte, error) {
 	return readLive(ctx, m, community, id, func(s *memSession) ([]byte, error) {

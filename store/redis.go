@@ -297,6 +297,10 @@ func (r *Redis) ViewArtifact(ctx context.Context, community, id, callID, path st
 	return readOnly(b), nil
 }
 
+// ViewsCopy reports true: ViewFile's and ViewArtifact's bytes are each a reply read for the
+// caller, so a caller that holds many at once (exports) bounds them itself.
+func (r *Redis) ViewsCopy() bool { return true }
+
 // readOnly is s's bytes without a copy. go-redis makes each reply string from a buffer of its
 // own (without a copy either), so the bytes are not shared; the callers only read them.
 func readOnly(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
