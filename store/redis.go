@@ -101,6 +101,8 @@ type redisConn interface {
 //	                    ArtifactBytes)                  TTL the longest-lived files'
 //	P a:{c}:fown|fclient  each session's files' clients and bytes, each client's total (bounded
 //	                    by FileLimits.MaxClientBytes)   TTL the same
+//	P a:{c}:op:o:undo   hash: a file write's undo record (luaUndo)  TTL 120 s, deleted once
+//	                    the write is answered as done
 //	P cost:{c}:YYYY-MM-DD float (USD)                   TTL 48 h, refreshed by AddCost
 //	P cost:{c}:YYYY-MM  float (USD)                     TTL 40 days, refreshed by AddCost
 //
@@ -122,8 +124,9 @@ type redisConn interface {
 // NewRedis fails when the first PING fails, so a process does not start without its store.
 // Afterwards every method returns the error (after the client's timeouts, 2 s by default, and
 // one retry); nothing is guessed, except that PutFiles and DeleteFile find out whether a write
-// whose answer was lost ran (settle), so that their answer says what is stored: Allow reports ok == false alongside the error, and the caller
-// must fail the request (refuse rather than serve unmetered). No method turns a Redis failure
+// whose answer was lost ran (settle), and undo one that ran after they answered an error
+// (fileWrite), so that their answer says what is stored. Allow reports ok == false alongside
+// the error, and the caller must fail the request (refuse rather than serve unmetered). No method turns a Redis failure
 // into ErrNotFound, ErrNoParkedCall or ErrBusy. A write whose reply was lost and that the
 // client sent again runs once (operation keys); a turn lock whose take or release failed is
 // released in the background as soon as Redis answers again, so once Redis is back every
@@ -543,7 +546,8 @@ func (r *Redis) DeleteSession(ctx context.Context, community, id string) error {
 // PutFiles attaches files in putFilesScript, all or nothing. They expire with the session (its
 // expiry is passed, and judged by the script's clock); every later refresh of the session
 // moves them along (touchAfter). The script answers the session's files, so nothing is read
-// after the write; a write whose answer was lost is settled before PutFiles answers.
+// after the write; a write whose answer was lost is settled before PutFiles answers, and one
+// that could not be settled in time is undone in the background if it ran (fileWrite).
 func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewFile, lim FileLimits) ([]SessionFile, error) {
 	s, err := r.Session(ctx, community, id)
 	if err != nil {
@@ -564,15 +568,18 @@ func (r *Redis) PutFiles(ctx context.Context, community, id string, files []NewF
 		}
 		args = append(args, f.Name, meta, f.Data)
 	}
-	op := a.op()
-	until := time.Now().Add(r.window + settleMargin)
-	v, err := putFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.idx, a.size, a.owner, a.total, a.rexp, a.ftotal, a.fexp, a.fsize, op}, args...).Result()
+	w := r.fileWrite(community, id)
+	v, err := w.run(ctx, "put files", func() (any, error) {
+		return putFilesScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.idx, a.size, a.owner, a.total, a.rexp, a.ftotal, a.fexp, a.fsize, w.undo, w.op}, args...).Result()
+	})
 	if err != nil {
-		if v, err = r.settle(ctx, op, until, wrap("put files", err)); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
-	return filesReply(v)
+	list, err := filesReply(v)
+	if err == nil {
+		w.kept()
+	}
+	return list, err
 }
 
 // filesReply decodes putFilesScript's reply: from the script ({1, name, meta, ...} with an
@@ -623,41 +630,149 @@ func filesReply(v any) ([]SessionFile, error) {
 // writeWindow is how long after it was sent a write of attached files (PutFiles, DeleteFile)
 // may still take effect: a script that runs later, having waited in a stalled server while its
 // caller gave up, writes nothing. settleMargin allows for the caller's clock and the server's
-// to differ.
+// to differ. undoMargin is how long before its operation key expires (opTTL after the script
+// ran, so at least opTTL after it was sent) a write is last settled in the background.
 const (
 	writeWindow  = 10 * time.Second
 	settleMargin = time.Second
+	undoMargin   = 5 * time.Second
 )
 
 // settledMark is what settle leaves under an operation key whose script had not run: once()
 // returns it instead of running the script, as -7 (past its deadline).
 const settledMark = "-7"
 
-// settle finds out whether a script whose answer was lost (cause) ran, and answers what it
-// did. It claims the script's operation key with settledMark: if the claim succeeds the script
-// had not run and never will (once() finds the mark), and settle returns cause; if the key is
-// there already it holds the script's reply, which settle returns as JSON values. It tries
-// until Redis answers or until (the write's window and the margin, by this process's clock);
-// past that the script's own deadline keeps it from writing, and cause is returned.
-func (r *Redis) settle(ctx context.Context, op string, until time.Time, cause error) (any, error) {
+// fileWrite is one write of a session's attached files (putFilesScript, deleteFileScript), with
+// its operation key and undo record (luaUndo), so that its answer is what is stored:
+//
+//   - answered (at once, or by the client's retry): that answer;
+//   - its answer lost: settled before it answers (settle), so either it ran (its reply is the
+//     answer) or it never will (an error);
+//   - not settled within its window (Redis unreachable past it, a partition): it answers an
+//     error, and goes on settling in the background (undoLater): if the script had run, it is
+//     undone from its undo record as soon as Redis answers, for as long as that record lives.
+//
+// kept deletes the undo record once a success is answered.
+type fileWrite struct {
+	r                  *Redis
+	community, id      string
+	op, undo           string
+	sent, until, undos time.Time // when it was sent; settled until; undone in the background until
+}
+
+func (r *Redis) fileWrite(community, id string) *fileWrite {
+	op := r.artifactKeys(community).op()
+	now := time.Now()
+	return &fileWrite{r: r, community: community, id: id, op: op, undo: op + ":undo", sent: now,
+		until: now.Add(r.window + settleMargin), undos: now.Add(opTTL - undoMargin)}
+}
+
+// run sends the write and answers its reply, settling it when it was lost (see fileWrite);
+// what names it in errors.
+func (w *fileWrite) run(ctx context.Context, what string, send func() (any, error)) (any, error) {
+	v, err := send()
+	if err == nil {
+		return v, nil
+	}
+	cause := wrap(what, err)
+	v, known := w.r.settle(ctx, w.op, w.until)
+	switch {
+	case !known:
+		w.r.undoLater(w)
+		return nil, cause
+	case v == nil:
+		return nil, cause // it had not run, and never will
+	}
+	return v, nil
+}
+
+// kept drops the undo record of a write answered as done: nothing will undo it.
+func (w *fileWrite) kept() {
+	ctx, cancel := context.WithTimeout(w.r.bg, time.Second)
+	defer cancel()
+	_ = w.r.c.Del(ctx, w.undo).Err() // else it expires with the operation key
+}
+
+// settle finds out whether a script whose answer was lost ran, and what it answered. It claims
+// the script's operation key with settledMark: if the claim succeeds the script had not run
+// and never will (once() finds the mark), and settle reports nil; if the key is there already
+// it holds the script's reply, which settle returns as JSON values. It tries until Redis
+// answers or until (by this process's clock); known is false when it gave up.
+func (r *Redis) settle(ctx context.Context, op string, until time.Time) (v any, known bool) {
 	ctx = context.WithoutCancel(ctx) // the client's leaving does not change what was stored
 	wait := 50 * time.Millisecond
 	for {
 		v, done := r.settleOnce(ctx, op)
 		if done {
 			if v == nil {
-				r.log.LogAttrs(ctx, slog.LevelInfo, "a write whose answer was lost had not run; it never will", slog.Any("error", cause))
-				return nil, cause
+				r.log.LogAttrs(ctx, slog.LevelInfo, "a write whose answer was lost had not run; it never will")
+			} else {
+				r.log.LogAttrs(ctx, slog.LevelInfo, "a write whose answer was lost had run; answering its reply")
 			}
-			r.log.LogAttrs(ctx, slog.LevelInfo, "a write whose answer was lost had run; answering its reply", slog.Any("error", cause))
-			return v, nil
+			return v, true
 		}
 		if !time.Now().Add(wait).Before(until) {
-			return nil, cause
+			return nil, false
 		}
 		time.Sleep(wait)
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// undoLater settles w in the background, once it has answered an error: if its script ran
+// and wrote (its reply is 1, or the files), the write is undone (undoFilesScript). It tries
+// until Redis answers, w.undos passes (its operation key and undo record may be gone after:
+// then what was stored stays, and is logged as an error), or the store is closed.
+func (r *Redis) undoLater(w *fileWrite) {
+	if r.bg.Err() != nil {
+		return // closed
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		log := r.log.With(slog.String("community", w.community))
+		wait := releaseFirst
+		settled := false
+		for time.Now().Before(w.undos) {
+			select {
+			case <-r.bg.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, releaseMax)
+			if !settled {
+				v, done := r.settleOnce(r.bg, w.op)
+				if !done {
+					continue
+				}
+				if !wrote(v) {
+					log.LogAttrs(r.bg, slog.LevelInfo, "a write of attached files answered as failed had not written; nothing to undo")
+					return
+				}
+				settled = true
+			}
+			a := r.artifactKeys(w.community)
+			ctx, cancel := context.WithTimeout(r.bg, unlockTimeout)
+			n, err := undoFilesScript.Run(ctx, r.c, []string{a.files(w.id), a.metas(w.id), a.ftotal, a.fexp, a.fsize, w.undo}, r.nowArg(), runOverhead).Int64()
+			cancel()
+			if err == nil {
+				log.LogAttrs(r.bg, slog.LevelWarn, "a write of attached files answered as failed had been kept after all; undone", slog.Int64("files", n))
+				return
+			}
+		}
+		log.LogAttrs(r.bg, slog.LevelError, "a write of attached files answered as failed may have been kept: Redis did not answer before its undo record expired",
+			slog.Duration("since", time.Since(w.sent)))
+	}()
+}
+
+// wrote reports whether a file write's reply (as its operation key holds it, JSON) says it
+// wrote: putFilesScript's {1, ...}, deleteFileScript's 1.
+func wrote(v any) bool {
+	if list, ok := v.([]any); ok && len(list) > 0 {
+		v = list[0]
+	}
+	n, err := toInt(v)
+	return err == nil && n == 1
 }
 
 // settleOnce is one try of settle: done when Redis answered, with the script's reply, or nil
@@ -742,25 +857,28 @@ func (r *Redis) ViewFile(ctx context.Context, community, id, name string) ([]byt
 }
 
 // DeleteFile removes one attached file (deleteFileScript); a delete whose answer was lost is
-// settled before it answers.
+// settled before it answers, and one that could not be settled in time is undone in the
+// background if it ran (fileWrite).
 func (r *Redis) DeleteFile(ctx context.Context, community, id, name string) (bool, error) {
 	now, err := r.clock(ctx)
 	if err != nil {
 		return false, err
 	}
 	a := r.artifactKeys(community)
-	op := a.op()
-	until := time.Now().Add(r.window + settleMargin)
-	v, err := deleteFileScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.fexp, a.fsize, op}, r.nowArg(), name, runOverhead, enc(id),
-		now.Add(r.window).UnixMilli()).Result()
+	w := r.fileWrite(community, id)
+	v, err := w.run(ctx, "delete file", func() (any, error) {
+		return deleteFileScript.Run(ctx, r.c, []string{a.files(id), a.metas(id), a.ftotal, a.fexp, a.fsize, w.undo, w.op}, r.nowArg(), name, runOverhead, enc(id),
+			now.Add(r.window).UnixMilli()).Result()
+	})
 	if err != nil {
-		if v, err = r.settle(ctx, op, until, wrap("delete file", err)); err != nil {
-			return false, err
-		}
+		return false, err
 	}
 	n, err := toInt(v)
 	if err != nil || n < 0 {
 		return false, wrap("delete file", fmt.Errorf("reply %v (%v)", v, err))
+	}
+	if n == 1 {
+		w.kept()
 	}
 	return n == 1, nil
 }

@@ -61,7 +61,7 @@ func startOwnRedis(t *testing.T) *ownRedis {
 			for _, sc := range []*redis.Script{ensureScript, appendScript, parkScript, parkedScript, claimScript,
 				abandonScript, lockScript, unlockScript, allowScript, costScript, putRunScript, dropRunsScript, putRecordScript,
 				touchScript, runFileScript, runPathsScript, putFilesScript, listFilesScript, getFileScript, deleteFileScript,
-				dropFilesScript} {
+				dropFilesScript, undoFilesScript} {
 				if err := sc.Load(context.Background(), c).Err(); err != nil {
 					t.Fatal(err)
 				}

@@ -387,9 +387,29 @@ local function keep(ftotal, fexp, fsize, m, exp)
 end
 `
 
+// luaUndo is the undo record a write of attached files leaves (putFilesScript,
+// deleteFileScript), so that a write whose caller answered an error can be undone
+// (undoFilesScript): a hash of "n:<name>" the meta JSON the write put, "d:<name>" for a name it
+// removed, and for a file it replaced or removed "m:<name>" its meta JSON, "b:<name>" its bytes
+// and "o:<name>" its owner ({client, bytes counted}, when it had one); "member" the session's
+// member and "exp" its files' expiry. It lives as long as the operation key (opTTL); the caller
+// deletes it once it has answered success.
+var luaUndo = `
+local function remember(undo, files, metas, o, name)
+  local meta = redis.call('HGET', metas, name)
+  if not meta then return end
+  redis.call('HSET', undo, 'm:' .. name, meta, 'b:' .. name, redis.call('HGET', files, name) or '')
+  if o[name] then redis.call('HSET', undo, 'o:' .. name, cjson.encode(o[name])) end
+end
+local function sealUndo(undo, m, exp)
+  redis.call('HSET', undo, 'member', m, 'exp', ms(exp))
+  redis.call('PEXPIRE', undo, ` + strconv.FormatInt(opTTL.Milliseconds(), 10) + `)
+end
+`
+
 // putFilesScript attaches reader files to a session, all or nothing: KEYS files (hash name →
 // bytes), metas (hash name → SessionFile JSON), idx, size, owner, total, rexp, ftotal, fexp,
-// fsize, op; ARGV now, the session's expiry ms, budget bytes, max files, max session bytes, the
+// fsize, undo (luaUndo), op; ARGV now, the session's expiry ms, budget bytes, max files, max session bytes, the
 // overhead counted per file, the member (encoded id), the client ("" for none), the most the
 // client may keep, the deadline ms, then per file: name, meta JSON, bytes. Room in the
 // community's budget is made by dropping the oldest runs' files. A run after the deadline (the
@@ -397,9 +417,9 @@ end
 // meta JSON, ...} (the session's files after the change), -1 too many files, -2 the session's
 // bytes, -3 the budget, -4 the session has expired, -5 the client's share, -6 a name that
 // differs from another only in case, -7 past the deadline (nothing written in any of these
-// cases).
-var putFilesScript = once(luaDropRun + luaFiles + `
-local files, metas, idx, size, owner, total, rexp, ftotal, fexp, fsize = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+// cases, nor an undo record).
+var putFilesScript = once(luaDropRun + luaFiles + luaUndo + `
+local files, metas, idx, size, owner, total, rexp, ftotal, fexp, fsize, undo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local exp, budget, maxFiles, maxSession, over, m = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local client, maxClient, deadline = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
 if now > deadline then return -7 end
@@ -439,6 +459,8 @@ if after > before and fnow > budget then return -3 end
 if client ~= '' and gain > 0 and tonumber(redis.call('HGET', fclient, client) or '0') + gain > maxClient then return -5 end
 for i = 11, #ARGV, 3 do
   local name = ARGV[i]
+  remember(undo, files, metas, o, name)
+  redis.call('HSET', undo, 'n:' .. name, ARGV[i + 1])
   redis.call('HSET', metas, name, ARGV[i + 1])
   redis.call('HSET', files, name, ARGV[i + 2])
   local old = o[name]
@@ -453,6 +475,7 @@ redis.call('HSET', fsize, m, ms(after))
 -- An Append since the caller read the session may have pushed the expiry further already.
 exp = math.max(exp, tonumber(redis.call('ZSCORE', fexp, m) or '0'))
 keep(ftotal, fexp, fsize, m, exp)
+sealUndo(undo, m, exp)
 local dropped = 0
 while tonumber(redis.call('GET', total) or '0') + fnow > budget and dropped < 1000 do
   local oldest = redis.call('ZRANGE', idx, 0, 0)
@@ -537,20 +560,24 @@ if not meta or not b then return {} end
 return {meta, b}
 `)
 
-// deleteFileScript removes one attached file: KEYS files, metas, ftotal, fexp, fsize, op; ARGV
-// now, name, the overhead counted per file, member, the deadline ms (as putFilesScript's). Reply
-// 1 removed, 0 not there, -7 past the deadline (nothing removed).
-var deleteFileScript = once(luaFiles + `
-local files, metas, ftotal, fexp, fsize, m = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[4]
+// deleteFileScript removes one attached file: KEYS files, metas, ftotal, fexp, fsize, undo
+// (luaUndo), op; ARGV now, name, the overhead counted per file, member, the deadline ms (as
+// putFilesScript's). Reply 1 removed, 0 not there, -7 past the deadline (nothing removed, nor
+// an undo record).
+var deleteFileScript = once(luaFiles + luaUndo + `
+local files, metas, ftotal, fexp, fsize, undo, m = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[4]
 if now > tonumber(ARGV[5]) then return -7 end
 sweep(ftotal, fexp, fsize)
 local meta = redis.call('HGET', metas, ARGV[2])
 if not meta then return 0 end
+local fown, fclient = fbook(ftotal)
+local o = owners(fown, m)
+remember(undo, files, metas, o, ARGV[2])
+redis.call('HSET', undo, 'd:' .. ARGV[2], '1')
+sealUndo(undo, m, tonumber(redis.call('ZSCORE', fexp, m) or '0'))
 local b = cjson.decode(meta).bytes + #ARGV[2] + tonumber(ARGV[3])
 redis.call('HDEL', files, ARGV[2])
 redis.call('HDEL', metas, ARGV[2])
-local fown, fclient = fbook(ftotal)
-local o = owners(fown, m)
 if o[ARGV[2]] then
   addClient(fclient, o[ARGV[2]][1], -o[ARGV[2]][2])
   o[ARGV[2]] = nil
@@ -565,6 +592,80 @@ else
   redis.call('HINCRBY', fsize, m, -b)
 end
 return 1
+`)
+
+// undoFilesScript undoes a write of attached files whose caller answered an error, from the
+// write's undo record (luaUndo): KEYS files, metas, ftotal, fexp, fsize, undo; ARGV now, the
+// overhead counted per file. A file the write put is taken out again if it is still as the
+// write left it (a later write's file is left alone), and the one it replaced, if any, put
+// back; a file the write removed is put back if its name is still free. The files' bytes,
+// their clients' counts and the session's expiry are set as they were; the budget is not
+// checked (this gives back what the caller was told it still has). Files of a session that
+// has ended are not brought back. The record is consumed, so a second run does nothing. Reply
+// the number of files undone.
+var undoFilesScript = redis.NewScript(luaNow + luaFiles + `
+local files, metas, ftotal, fexp, fsize, undo = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local over = tonumber(ARGV[2])
+local rec = redis.call('HGETALL', undo)
+if #rec == 0 then return 0 end
+redis.call('DEL', undo)
+local r = {}
+for i = 1, #rec, 2 do r[rec[i]] = rec[i + 1] end
+local m, exp = r['member'], tonumber(r['exp'] or '0')
+sweep(ftotal, fexp, fsize)
+if not m then return 0 end
+exp = math.max(exp, tonumber(redis.call('ZSCORE', fexp, m) or '0'))
+if exp <= now then return 0 end
+local fown, fclient = fbook(ftotal)
+local o = owners(fown, m)
+local delta, undone = 0, 0
+local function counted(meta, name) return cjson.decode(meta).bytes + #name + over end
+local function unset(name, meta)
+  redis.call('HDEL', files, name)
+  redis.call('HDEL', metas, name)
+  if o[name] then
+    addClient(fclient, o[name][1], -o[name][2])
+    o[name] = nil
+  end
+  delta = delta - counted(meta, name)
+end
+local function restore(name)
+  local meta = r['m:' .. name]
+  if not meta then return end
+  redis.call('HSET', metas, name, meta)
+  redis.call('HSET', files, name, r['b:' .. name])
+  if r['o:' .. name] then
+    o[name] = cjson.decode(r['o:' .. name])
+    addClient(fclient, o[name][1], o[name][2])
+  end
+  delta = delta + counted(meta, name)
+end
+for k, v in pairs(r) do
+  local kind, name = string.sub(k, 1, 2), string.sub(k, 3)
+  if kind == 'n:' then
+    local cur = redis.call('HGET', metas, name)
+    if cur == v then
+      unset(name, cur)
+      restore(name)
+      undone = undone + 1
+    end
+  elseif kind == 'd:' and not redis.call('HGET', metas, name) then
+    restore(name)
+    undone = undone + 1
+  end
+end
+if undone == 0 then return 0 end
+setOwners(fown, m, o)
+redis.call('SET', ftotal, ms(tonumber(redis.call('GET', ftotal) or '0') + delta))
+if redis.call('HLEN', metas) == 0 then
+  redis.call('HDEL', fsize, m)
+  redis.call('ZREM', fexp, m)
+  redis.call('DEL', files, metas)
+else
+  redis.call('HSET', fsize, m, ms(tonumber(redis.call('HGET', fsize, m) or '0') + delta))
+  keep(ftotal, fexp, fsize, m, exp)
+end
+return undone
 `)
 
 // dropFilesScript removes every attached file of a session: KEYS files, metas, ftotal, fexp,

@@ -190,8 +190,14 @@ type Store interface {
 	// Names and types are the caller's to check; the store only keeps them. The store may keep
 	// each file's Data as it is (see NewFile).
 	//
-	// When the store cannot tell whether the files were kept (Redis stalled past its timeouts),
-	// it finds out before it answers: an error means nothing was kept, now or later.
+	// An error means nothing was kept, now or later. When the store cannot tell whether the
+	// files were kept (Redis stalled past its timeouts), it finds out before it answers; when
+	// it cannot find out in time (Redis unreachable past the write's window, about 11 s: a
+	// partition), it answers an error and goes on finding out in the background, and if the
+	// write had run it undoes it as soon as Redis answers (the files it added go, those it
+	// replaced come back, unless a later write changed them). The one limit: the undo needs the
+	// write's record, which Redis keeps 120 s, and this process; a write whose Redis stays
+	// unreachable longer, or whose process ends first, stays as it ran (logged as an error).
 	PutFiles(ctx context.Context, community, id string, files []NewFile, lim FileLimits) ([]SessionFile, error)
 	// Files lists the session's attached files by name; ErrNotFound if the session does not
 	// exist.
@@ -202,7 +208,7 @@ type Store interface {
 	// read (an export streams them as they are).
 	ViewFile(ctx context.Context, community, id, name string) ([]byte, error)
 	// DeleteFile removes one attached file and reports whether it was there. Like PutFiles, it
-	// answers an error only when the file is still there.
+	// answers an error only when the file is still there (or, after a partition, is put back).
 	DeleteFile(ctx context.Context, community, id, name string) (bool, error)
 
 	// PutRun records one server-side run of the session, for its manifest and its export. It
