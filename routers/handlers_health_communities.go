@@ -80,7 +80,9 @@ func (s *Server) healthCommunities(c echo.Context) error {
 	cat := s.cat.Load()
 	out := make(map[string]communityHealth, len(cat.ids))
 	for _, id := range cat.ids {
-		out[id] = s.communityHealth(cat.byID[id].cfg)
+		h := s.communityHealth(cat.byID[id].cfg)
+		s.addSyncHealth(c.Request().Context(), &h, cat.byID[id].cfg) // handlers_sync.go
+		out[id] = h
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.JSON(http.StatusOK, out)

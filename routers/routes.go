@@ -42,11 +42,18 @@ func (s *Server) routes() *echo.Echo {
 	getRoute(g, "/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	g.POST("/admin/reload", s.reload, s.requireAdmin)
 	getRoute(g, "/health/communities", s.healthCommunities, s.requireAdmin)
+	// The syncs (knowledge.md §7.1–7.3, handlers_sync.go).
+	getRoute(g, "/sync/status", s.syncStatus)
+	getRoute(g, "/sync/health", s.syncHealth)
+	g.POST("/sync/trigger", s.syncTrigger, s.requireAdmin)
+	getRoute(g, "/sync/jobs/:id", s.syncJob, s.requireAdmin)
 
 	getRoute(g, "/:c", s.communityConfig)
 	getRoute(g, "/:c/", s.communityConfig)
 	getRoute(g, "/:c/runtime/:file", s.runtimeWheel)
 	getRoute(g, "/:c/logo", s.logo)
+	getRoute(g, "/:c/faq", s.faqFeed) // the public feeds (§7.5, §7.6, handlers_feeds.go)
+	getRoute(g, "/:c/citations", s.citationsFeed)
 	s.demoRoutes(g)
 	rl := s.deps.Settings.RateLimits
 	g.POST("/:c/chat", s.chatHandler, s.rateLimit("chat", rl.ChatPerMinute, rl.ChatPerHour))

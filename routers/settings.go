@@ -70,4 +70,8 @@ type Deps struct {
 	// Docs reports each community's documentation for GET /health/communities; nil leaves
 	// its "docs" null.
 	Docs DocsHealth
+	// Sync serves the /sync routes and the syncs of GET /health/communities (handlers_sync.go).
+	Sync SyncDeps
+	// Feeds reads GET /{c}/faq and /{c}/citations (*knowledge.Store); nil serves them empty.
+	Feeds FeedReader
 }
