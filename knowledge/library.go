@@ -101,6 +101,8 @@ type DocState struct {
 	headings []Heading
 	etag     string
 	lastMod  string
+	// sha is ContentSHA256(Content), compared with what is indexed before sectionizing.
+	sha string
 }
 
 // Snapshot is one community's documents at a moment; it is never changed once returned.
@@ -183,6 +185,13 @@ type community struct {
 	kick   chan chan struct{}
 	ready  chan struct{} // closed after the first round
 
+	// dirty is signalled when a document's content changed: the worker indexes it then,
+	// not only at the end of its round.
+	dirty chan struct{}
+	// indexed is each doc_url's rows in the database (content hash and count) as the worker
+	// last read or wrote them; nil before its first index. Only the worker uses it.
+	indexed map[string]indexedDoc
+
 	mu     sync.Mutex
 	states map[string]*DocState // by Doc.key
 	snap   atomic.Pointer[Snapshot]
@@ -190,6 +199,26 @@ type community struct {
 	// fetches and failures count outcomes (under mu).
 	fetches, failures uint64
 	locks             map[string]chan struct{} // one fetch of a document at a time
+}
+
+// indexedDoc is what the database holds of one document: its content's hash and rows.
+type indexedDoc struct {
+	sha      string
+	sections int
+}
+
+func newCommunity(cfg Community) *community {
+	return &community{cfg: cfg, done: make(chan struct{}), kick: make(chan chan struct{}, 16),
+		ready: make(chan struct{}), dirty: make(chan struct{}, 1), states: map[string]*DocState{},
+		locks: map[string]chan struct{}{}}
+}
+
+// markDirty asks the worker to index the community's changed copies.
+func (c *community) markDirty() {
+	select {
+	case c.dirty <- struct{}{}:
+	default: // already asked
+	}
 }
 
 // Apply makes the Library serve exactly these communities: new ones start at once (their
@@ -235,8 +264,7 @@ func (l *Library) Apply(comms []Community) error {
 		c.stop()
 	}
 	for _, cfg := range starting {
-		c := &community{cfg: cfg, done: make(chan struct{}), kick: make(chan chan struct{}, 16),
-			ready: make(chan struct{}), states: map[string]*DocState{}, locks: map[string]chan struct{}{}}
+		c := newCommunity(cfg)
 		l.loadCache(c) // before it is listed, so a listed community always has a snapshot
 		ctx, cancel := context.WithCancel(context.Background())
 		c.cancel = cancel
@@ -354,6 +382,9 @@ func (l *Library) run(ctx context.Context, c *community) {
 			return
 		case r := <-c.kick:
 			replies = append(replies, r)
+		case <-c.dirty: // a copy a request fetched between rounds
+			l.indexNow(ctx, c)
+			continue
 		case <-timer.C:
 		}
 		// Requests that arrived meanwhile are answered by this round too.
@@ -379,26 +410,52 @@ func (l *Library) run(ctx context.Context, c *community) {
 }
 
 // round fetches every document (bounded by the fetcher's slots), preloads first since the
-// prompt waits for them, then indexes the copies and publishes when anything changed.
+// prompt waits for them, and indexes the copies as they arrive (the cached ones at once), so
+// a local guide is searchable while a remote page is still coming; each index publishes when
+// it changed anything.
 func (l *Library) round(ctx context.Context, c *community) {
-	for _, preload := range []bool{true, false} {
-		var wg sync.WaitGroup
-		for _, d := range c.cfg.Docs {
-			if d.Preload == preload {
-				wg.Go(func() { l.fetchDoc(ctx, c, d) })
+	fetched := make(chan struct{})
+	go func() {
+		defer close(fetched)
+		for _, preload := range []bool{true, false} {
+			var wg sync.WaitGroup
+			for _, d := range c.cfg.Docs {
+				if d.Preload == preload {
+					wg.Go(func() { l.fetchDoc(ctx, c, d) })
+				}
 			}
+			wg.Wait()
 		}
-		wg.Wait()
+	}()
+	for waiting := true; waiting; {
+		select {
+		case <-c.dirty:
+			l.indexNow(ctx, c)
+		case <-fetched:
+			waiting = false
+		}
 	}
 	if ctx.Err() != nil {
 		return
 	}
-	if err := l.index(ctx, c); err != nil && ctx.Err() == nil {
-		l.log.Error("knowledge: indexing documentation", "community", c.cfg.ID, "error", err)
+	select {
+	case <-c.dirty: // answered by the index below
+	default:
 	}
+	// The last copies, and the rows of documents no longer configured.
+	l.indexNow(ctx, c)
 	c.mu.Lock()
 	c.last = time.Now()
 	c.mu.Unlock()
+	l.publishSnapshot(c)
+}
+
+// indexNow indexes the community's copies and publishes its snapshot with their section
+// counts; a failure is logged (and tried again at the next change or round).
+func (l *Library) indexNow(ctx context.Context, c *community) {
+	if err := l.index(ctx, c); err != nil && ctx.Err() == nil {
+		l.log.Error("knowledge: indexing documentation", "community", c.cfg.ID, "error", err)
+	}
 	l.publishSnapshot(c)
 }
 
@@ -497,18 +554,26 @@ func (l *Library) fetchLocked(ctx context.Context, c *community, d Doc) {
 	if d.SourcePath != "" && typ == "" {
 		typ = "markdown"
 	}
-	conv := Convert(body, contentType, typ, base)
+	conv := ConvertContext(ctx, body, contentType, typ, base)
+	if ctx.Err() != nil {
+		return // stopping: the conversion may have stopped part way
+	}
 	content := Clean(conv.Markdown)
 	if prev.LastError != "" {
 		l.log.Info("knowledge: document fetched again", "community", c.cfg.ID, "url", d.fetchURL())
 	}
 	next.Content, next.HasContent, next.Bytes = content, true, len(content)
+	next.sha = ContentSHA256(content)
 	next.html, next.headings = conv.HTML, conv.Headings
 	next.FetchedAt, next.LastError, next.LastErrorAt, next.FailingSince = now, "", time.Time{}, time.Time{}
-	if content != prev.Content || !prev.HasContent {
+	changed := content != prev.Content || !prev.HasContent
+	if changed {
 		l.gen.Add(1)
 	}
 	l.saveState(c, &next)
+	if changed {
+		c.markDirty()
+	}
 }
 
 // saveState records a document's new state and, for fetched documents, writes its cache.
@@ -563,14 +628,23 @@ func sameContent(a, b *Snapshot) bool {
 	return true
 }
 
-// index rebuilds the doc_sections rows of every document whose content changed, deletes the
-// rows of documents no longer configured, and publishes when it wrote anything.
+// index rebuilds the doc_sections rows of every document whose content is not the one
+// indexed (by its hash, compared before anything is sectionized, and sectionized outside
+// the community's lock), deletes the rows of documents no longer configured, and publishes
+// when it wrote anything. Only the community's worker calls it.
 func (l *Library) index(ctx context.Context, c *community) error {
+	if c.indexed == nil {
+		known, err := l.indexedDocs(ctx, c.cfg.ID)
+		if err != nil {
+			return err
+		}
+		c.indexed = known
+	}
 	type docRows struct {
 		url, sha string
 		secs     []Section
 	}
-	var docs []docRows
+	var todo []DocState
 	configured := map[string]bool{}
 	c.mu.Lock()
 	for _, d := range c.cfg.Docs {
@@ -582,21 +656,45 @@ func (l *Library) index(ctx context.Context, c *community) error {
 		if s == nil || !s.HasContent {
 			continue
 		}
-		docs = append(docs, docRows{d.URL, ContentSHA256(s.Content), Sectionize(d.URL, d.Title, s.Content, s.html, s.headings)})
+		if ix, ok := c.indexed[d.URL]; !ok || s.sha == "" || ix.sha != s.sha {
+			st := *s // the content is shared, not copied
+			st.Doc = d
+			todo = append(todo, st)
+		}
 	}
 	c.mu.Unlock()
-	counts := map[string]int{}
+	var docs []docRows
+	for _, s := range todo {
+		sha := s.sha
+		if sha == "" {
+			sha = ContentSHA256(s.Content)
+		}
+		if ix, ok := c.indexed[s.URL]; ok && ix.sha == sha {
+			continue
+		}
+		docs = append(docs, docRows{s.URL, sha, Sectionize(s.URL, s.Title, s.Content, s.html, s.headings)})
+	}
+	dropped := false // rows of a document no longer configured
+	for u := range c.indexed {
+		dropped = dropped || !configured[u]
+	}
+	if _, published := l.store.Info(c.cfg.ID); published && len(docs) == 0 && !dropped {
+		l.setSections(c)
+		return nil
+	}
 	err := l.store.Write(ctx, c.cfg.ID, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		changed := false
 		now := timestamp(time.Now())
 		for _, d := range docs {
-			counts[d.url] = len(d.secs)
 			var n int
 			var sha sql.NullString
 			if err := tx.QueryRowContext(ctx, `SELECT count(*), max(content_sha256) FROM doc_sections WHERE doc_url = ?`, d.url).Scan(&n, &sha); err != nil {
 				return false, err
 			}
 			if n == len(d.secs) && (n == 0 || sha.String == d.sha) {
+				// The working copy holds it, the published file does not (docs are what
+				// differs from it): a crash came between a commit and its publish.
+				changed = changed || n > 0
 				continue
 			}
 			changed = true
@@ -644,16 +742,69 @@ func (l *Library) index(ctx context.Context, c *community) error {
 	if err != nil {
 		return err
 	}
+	for _, d := range docs {
+		c.indexed[d.url] = indexedDoc{d.sha, len(d.secs)}
+	}
+	for u := range c.indexed {
+		if !configured[u] {
+			delete(c.indexed, u)
+		}
+	}
+	l.setSections(c)
+	return nil
+}
+
+// setSections sets each document's section count from what is indexed of its content.
+func (l *Library) setSections(c *community) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, d := range c.cfg.Docs {
-		if s := c.states[d.key()]; s != nil {
+		s := c.states[d.key()]
+		if s == nil {
+			continue
+		}
+		n := 0
+		if ix, ok := c.indexed[d.URL]; ok && s.HasContent {
+			if ix.sha != s.sha {
+				continue // a newer copy, indexed next
+			}
+			n = ix.sections
+		}
+		if s.Sections != n {
 			s2 := *s
-			s2.Sections = counts[d.URL]
+			s2.Sections = n
 			c.states[d.key()] = &s2
 		}
 	}
-	c.mu.Unlock()
-	return nil
+}
+
+// indexedDocs reads what the published database holds of each document: nothing when there
+// is no database or no doc_sections yet.
+func (l *Library) indexedDocs(ctx context.Context, id string) (map[string]indexedDoc, error) {
+	known := map[string]indexedDoc{}
+	err := l.store.read(ctx, id, func(ctx context.Context, db *sql.DB) error {
+		if ok, err := hasTable(ctx, db, "doc_sections"); err != nil || !ok {
+			return err
+		}
+		rows, err := db.QueryContext(ctx, `SELECT doc_url, max(content_sha256), count(*) FROM doc_sections GROUP BY doc_url`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var u string
+			var ix indexedDoc
+			if err := rows.Scan(&u, &ix.sha, &ix.sections); err != nil {
+				return err
+			}
+			known[u] = ix
+		}
+		return rows.Err()
+	})
+	if errors.Is(err, ErrNotInitialized) {
+		return known, nil
+	}
+	return known, err
 }
 
 // insertSections writes a document's rows in one statement: FTS5 flushes its pending index
@@ -761,11 +912,13 @@ func (l *Library) loadCache(c *community) {
 		}
 		if md, err := readFileBounded(p + ".md"); err == nil {
 			s.Content, s.HasContent, s.Bytes = string(md), true, len(md)
+			s.sha = ContentSHA256(s.Content)
 		}
 		c.states[d.key()] = s
 	}
 	if len(c.states) > 0 {
 		l.gen.Add(1)
+		c.markDirty() // indexed as soon as the worker starts, before any fetch ends
 	}
 	l.publishSnapshot(c)
 }
