@@ -225,7 +225,9 @@ func (c *community) markDirty() {
 // cached copies are served at once, and a round of fetches starts in the background), changed
 // ones start again, and those no longer given stop (their files stay). It returns an error
 // naming any community it could not take (an invalid id); the others are applied. Snapshot
-// and the other reads never wait for it.
+// and the other reads never wait for it, and a community given before and after is served
+// throughout: by its old worker's state until the new one, its cache already read, takes its
+// place in one step.
 func (l *Library) Apply(comms []Community) error {
 	l.applyMu.Lock()
 	defer l.applyMu.Unlock()
@@ -238,44 +240,55 @@ func (l *Library) Apply(comms []Community) error {
 		}
 		want[c.ID] = c
 	}
+	// Close takes applyMu too, so the library stays open until this Apply returns.
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return errors.New("knowledge: library closed")
 	}
-	var stopping []*community
-	for id, c := range l.comms {
-		if w, ok := want[id]; !ok || !sameCommunity(w, c.cfg) {
-			stopping = append(stopping, c)
-			delete(l.comms, id)
-		}
-	}
 	var starting []Community
 	for id, cfg := range want {
-		if _, ok := l.comms[id]; !ok {
+		if c, ok := l.comms[id]; !ok || !sameCommunity(cfg, c.cfg) {
 			starting = append(starting, cfg)
 		}
 	}
 	l.mu.Unlock()
 
-	// A worker may wait for a document a request is fetching; nothing that reads waits
-	// for it to stop.
+	// New and changed communities are built, their caches read, before any is listed, so
+	// a listed community always has a snapshot and a changed one is never missing.
+	var fresh []*community
+	for _, cfg := range starting {
+		c := newCommunity(cfg)
+		l.loadCache(c)
+		fresh = append(fresh, c)
+	}
+	l.mu.Lock()
+	var stopping []*community
+	for id, c := range l.comms {
+		if _, ok := want[id]; !ok {
+			stopping = append(stopping, c)
+			delete(l.comms, id)
+		}
+	}
+	for _, c := range fresh {
+		if old := l.comms[c.cfg.ID]; old != nil {
+			stopping = append(stopping, old)
+		}
+		l.comms[c.cfg.ID] = c
+	}
+	l.mu.Unlock()
+
+	// Stopped outside the lock: a worker may be indexing, or wait for a document a request
+	// is fetching; nothing that reads waits for it.
 	for _, c := range stopping {
 		c.stop()
 	}
-	for _, cfg := range starting {
-		c := newCommunity(cfg)
-		l.loadCache(c) // before it is listed, so a listed community always has a snapshot
+	// A new worker starts once the old one has stopped, so that two never index one
+	// community at once (the old one would delete the rows of documents it does not know).
+	// Only Apply and Close, one at a time, stop a worker, so none is stopped before this.
+	for _, c := range fresh {
 		ctx, cancel := context.WithCancel(context.Background())
 		c.cancel = cancel
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			cancel()
-			break
-		}
-		l.comms[cfg.ID] = c
-		l.mu.Unlock()
 		go l.run(ctx, c)
 	}
 	return errors.Join(errs...)

@@ -84,7 +84,7 @@ func TestPublishKeepsOthersTemps(t *testing.T) {
 const (
 	writerEnv     = "KNOWLEDGE_TEST_WRITER_DIR"
 	writerNameEnv = "KNOWLEDGE_TEST_WRITER_NAME"
-	writerRounds  = 15
+	writerRounds  = 10
 )
 
 // TestPublishAcrossProcesses: two processes (this test binary again) write and publish one
