@@ -17,7 +17,9 @@
 //	defer lib.Close()
 //
 // Apply serves each community's cached copies at once and fetches everything in the
-// background; the server listens meanwhile. Per request:
+// background, indexing each copy as it arrives (the cached and source_path ones first); the
+// server listens meanwhile. A reload swaps a changed community for its new state in one step,
+// so it is served throughout. Per request:
 //
 //   - lib.Snapshot(id) is the community's documents now (content, state, errors) and a
 //     Generation that changes whenever any content does. Snapshot.Prompt(budget) gives
@@ -58,12 +60,14 @@
 // # Fetching
 //
 // Preloads are fetched first in each round, since the prompt waits for them. Each entry's
-// source_url (else url) is fetched with a 30 s timeout, at most 3 redirects
+// source_url (else url) is fetched with a 30 s timeout (from when it holds its fetch slots,
+// not while it waits for them), at most 3 redirects
 // each checked again, at most 4 MiB read (never more held), at most 4 fetches at a time in
 // the process and 2 per host, and a User-Agent naming the project. The address guard
 // resolves the host itself, refuses it unless every address is public unicast (no loopback,
 // private, 100.64.0.0/10, unique-local, link-local, unspecified, multicast, broadcast,
-// reserved or IPv4-mapped forms of these), connects only to a checked address, and the
+// reserved or IPv4-mapped forms of these; for IPv6 only 2000::/3), connects only to a
+// checked address, and the
 // dialer's Control hook checks the address actually dialled. A refusal reads "Request
 // failed: destination not allowed". Options.AllowLoopback and Options.Resolve (host to
 // IP:PORT, reached over plain HTTP, as curl --resolve) exist for tests and are never on by
@@ -86,8 +90,10 @@
 // an <a id|name> inside it, or its enclosing section's id). No HTML-to-Markdown library was
 // taken: the one served (JohannesKaufmann/html-to-markdown v2) brings a dozen modules and
 // would still need its renderers replaced to keep the anchors. Quotes and lists nested past
-// 6 levels are written flat and a conversion writes at most 4 MiB, so no page can make its
-// Markdown much larger than itself. markdown is kept as it is and json pretty-printed in a
+// 6 levels and emphasis past 3 are written flat, a table writes only its own rows (a table in
+// a cell is that cell's text, once) and a cell at most 2,000 characters, and a conversion
+// writes at most 4 MiB, checked inside blocks too, so no page can make its Markdown much
+// larger than itself. markdown is kept as it is and json pretty-printed in a
 // fence (kept as it came when nested deeper than 32, as indentation grows with depth). Clean then applies the spec's steps (1)–(6), never
 // touching fenced code or code spans (tags are stripped with the HTML tokenizer; the
 // link and image rewrites are the reference's patterns, applied outside code only).
@@ -106,7 +112,7 @@
 // character one as a prefix, and joined with OR, so no input can make an FTS syntax error
 // (FuzzMatchQuery runs any input against SQLite). Rows holding the phrase of all terms come
 // first, then bm25 with doc_sections_fts weights 5 (heading path) and 1 (text). A result
-// shows cut(text, 1500), or, when the first match lies past that, 1,500 characters from a
+// shows cut(text, 1500), or, when the first match of those terms lies past that, 1,500 characters from a
 // line a little before it (the issue asks for a snippet around the match). On 32 questions
 // over the six documents in testdata (TestSearchRecall) recall@3 is 0.94.
 package knowledge
