@@ -44,6 +44,7 @@ type Store struct {
 	mu      sync.Mutex
 	writers map[string]*sync.Mutex
 	readers map[string]*reader
+	work    map[string]*workDB // open working copies, used under their writer lock
 }
 
 // OpenStore returns the store under dataDir/knowledge, creating the directory.
@@ -55,7 +56,8 @@ func OpenStore(dataDir string, log *slog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("knowledge store: %w", err)
 	}
-	return &Store{dir: dir, log: log, writers: map[string]*sync.Mutex{}, readers: map[string]*reader{}}, nil
+	return &Store{dir: dir, log: log, writers: map[string]*sync.Mutex{}, readers: map[string]*reader{},
+		work: map[string]*workDB{}}, nil
 }
 
 // Path returns the published file of community id.
@@ -135,6 +137,22 @@ func (s *Store) withWriter(ctx context.Context, id string, fn func(db *sql.DB) e
 	defer unlock()
 
 	s.removeStaleTemps(id)
+	// The working copy stays open between writes (a sync writes one transaction per page;
+	// opening it and ensuring the schema each time cost more than the writes), and is opened
+	// again when its file was replaced (another process recovered it) or a write failed.
+	s.mu.Lock()
+	cached := s.work[id]
+	s.mu.Unlock()
+	if cached != nil {
+		if st, err := os.Stat(s.workPath(id)); err == nil && identOf(st).ino == cached.ino {
+			err := fn(cached.db)
+			if err != nil {
+				s.dropWork(id)
+			}
+			return err
+		}
+		s.dropWork(id)
+	}
 	db, err := s.openWork(ctx, id)
 	if err != nil && ctx.Err() == nil {
 		// A working copy that cannot be opened (a crash, a full disk, a bad file) is only a
@@ -148,8 +166,36 @@ func (s *Store) withWriter(ctx context.Context, id string, fn func(db *sql.DB) e
 	if err != nil {
 		return fmt.Errorf("knowledge store %s: %w", id, err)
 	}
-	defer db.Close()
-	return fn(db)
+	st, err := os.Stat(s.workPath(id))
+	if err != nil {
+		db.Close()
+		return fmt.Errorf("knowledge store %s: %w", id, err)
+	}
+	s.mu.Lock()
+	s.work[id] = &workDB{db: db, ino: identOf(st).ino}
+	s.mu.Unlock()
+	if err := fn(db); err != nil {
+		s.dropWork(id)
+		return err
+	}
+	return nil
+}
+
+// workDB is a community's open working copy and the inode it was opened on.
+type workDB struct {
+	db  *sql.DB
+	ino uint64
+}
+
+// dropWork closes the community's cached working copy; the caller holds its writer lock.
+func (s *Store) dropWork(id string) {
+	s.mu.Lock()
+	w := s.work[id]
+	delete(s.work, id)
+	s.mu.Unlock()
+	if w != nil {
+		w.db.Close()
+	}
 }
 
 // staleTemp is the age past which a publish's temporary file is a crash's leftover: a
@@ -405,16 +451,29 @@ func (s *Store) release(r *reader) {
 	}
 }
 
-// Close closes every open reader. Reads running at the time finish first.
+// Close closes every open reader and working copy. Reads running at the time finish first;
+// a write running at the time finishes before its working copy closes.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for id, r := range s.readers {
 		r.retired = true
 		if r.refs == 0 {
 			r.db.Close()
 		}
 		delete(s.readers, id)
+	}
+	var open []string
+	for id := range s.work {
+		open = append(open, id)
+	}
+	s.mu.Unlock()
+	for _, id := range open {
+		s.mu.Lock()
+		w := s.writers[id]
+		s.mu.Unlock()
+		w.Lock()
+		s.dropWork(id)
+		w.Unlock()
 	}
 	return nil
 }

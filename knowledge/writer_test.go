@@ -584,3 +584,27 @@ func TestGuardedClient(t *testing.T) {
 		t.Errorf("default timeout %v", c.Timeout)
 	}
 }
+
+// TestWorkCopyReplaced: the working copy stays open between Updates, but one whose file was
+// replaced (another process made it again) is opened again, so writes reach the file on disk.
+func TestWorkCopyReplaced(t *testing.T) {
+	st := testStore(t)
+	add := func(n int) {
+		update(t, st, "c", func(tx *Tx) error {
+			_, err := tx.UpsertGitHubItems([]GitHubItem{{Repo: "o/r", Type: "issue", Number: n, Title: "t", Status: "open", URL: "u", CreatedAt: "c"}})
+			return err
+		})
+	}
+	add(1)
+	add(2)
+	if n := one(t, st, "c", `SELECT count(*) FROM github_items`)[0]; n != int64(2) {
+		t.Fatalf("%v rows", n)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(st.workPath("c") + suffix)
+	}
+	add(3)
+	if got := workQuery(t, st, "c", `SELECT number FROM github_items`); !reflect.DeepEqual(got, [][]any{{int64(3)}}) {
+		t.Errorf("the new working copy holds %v, want the write made after it was replaced", got)
+	}
+}
