@@ -172,10 +172,14 @@ func ensureSchema(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	// idx_papers_cites_doi (§2.1), and ours: search_{id}_code_docs and
-	// get_{id}_full_docstring look a symbol up by name, ignoring case.
+	// get_{id}_full_docstring look a symbol up by name, ignoring case; list_{id}_recent reads
+	// the newest items, of a repo or of all (without them it sorted every row: 0.2 s at
+	// 100,000 items against 1 ms).
 	for _, s := range []string{
 		`CREATE INDEX IF NOT EXISTS idx_papers_cites_doi ON papers(cites_doi)`,
 		`CREATE INDEX IF NOT EXISTS idx_docstrings_symbol_nocase ON docstrings(symbol_name COLLATE NOCASE)`,
+		`CREATE INDEX IF NOT EXISTS idx_github_items_created ON github_items(created_at)`,
+		`CREATE INDEX IF NOT EXISTS idx_github_items_repo_created ON github_items(repo, created_at)`,
 	} {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("schema: %w", err)

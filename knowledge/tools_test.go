@@ -134,6 +134,8 @@ func TestSearchDiscussions(t *testing.T) {
 		// terms in the title, weighted 3.
 		// ("validate"* does not match #500's "validating"; "schema"* matches #2022's "schemas".)
 		{"validate the schema", both, []string{"issue#13", "issue#12", "pr#2022"}},
+		// The same with a type filter (ranked through the base table).
+		{"validate the schema", DiscussionOptions{IncludeIssues: true}, []string{"issue#13", "issue#12"}},
 		// Terms are OR'd; prefixes for 4+ characters (validat… matches validation, validator,
 		// validating, validate), then bm25.
 		{"validat", both, []string{"issue#12", "issue#7", "issue#500", "issue#13"}},
