@@ -232,12 +232,19 @@ func TestDiscourseTextsCappedAndStripped(t *testing.T) {
 		{Cooked: long + `<script>alert(1)</script><div class="lightbox-wrapper"><img src="/x.png" alt="plot"></div>`},
 		{Cooked: "<p>" + strings.Repeat("reply ", 2000) + "</p>", Likes: 2},
 	}})
+	f.forum.AddTopic(ingesttest.DiscourseTopic{ID: 10, Title: "Breaks", CategoryID: 5, Posts: []ingesttest.DiscoursePost{
+		{Cooked: "<p>one<br><br><br><br>two</p>"},
+	}})
 	if _, err := f.sync(t, f.community(nil), false); err != nil {
 		t.Fatal(err)
 	}
 	rows := queryRows(t, f.store, "eeglab", `SELECT length(first_post), length(accepted_answer), instr(first_post, '<') FROM discourse_topics WHERE topic_id = 9`)
 	if fmt.Sprint(rows) != "[[5000 5000 0]]" {
 		t.Errorf("(first post, answer, '<' at) = %v, want [[5000 5000 0]]", rows)
+	}
+	// Runs of blank lines become one.
+	if rows := queryRows(t, f.store, "eeglab", `SELECT first_post FROM discourse_topics WHERE topic_id = 10`); len(rows) != 1 || rows[0][0] != "one\n\ntwo" {
+		t.Errorf("first post %q, want \"one\\n\\ntwo\"", rows)
 	}
 }
 

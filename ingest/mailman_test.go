@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,6 +136,20 @@ func TestMailmanIncrementalFetchesOnlyWhatIsNew(t *testing.T) {
 	f.arch.ResetRequests()
 	if res := f.sync(t, f.community(0), false); res.Items != 0 || len(f.arch.Requests()) != 2 {
 		t.Errorf("third sync wrote %d and made %d requests, want 0 and 2", res.Items, len(f.arch.Requests()))
+	}
+	// Even without its cache, a volume a clean run saw final is not read again.
+	if err := os.RemoveAll(f.cache); err != nil {
+		t.Fatal(err)
+	}
+	f.arch.ResetRequests()
+	f.sync(t, f.community(0), false)
+	if n := f.arch.Count("2026/thread.html"); n != 1 || len(f.arch.Requests()) != 1+1+6 {
+		t.Errorf("after the cache was removed: %d requests %v, want the index and 2026's pages only", len(f.arch.Requests()), f.arch.Requests())
+	}
+	for _, r := range f.arch.Requests() {
+		if strings.Contains(r.Path, "/2025/") {
+			t.Errorf("asked %s, a volume final before the last clean run", r.Path)
+		}
 	}
 }
 

@@ -44,8 +44,8 @@ type Mailman struct {
 	srv *httptest.Server
 
 	mu sync.Mutex
-	// Monthly makes the volumes months; ObscureOff links the author's own address (older
-	// archives) instead of the list's.
+	// Monthly makes the volumes of the messages posted after it is set months;
+	// ObscureOff links the author's own address (older archives) instead of the list's.
 	Monthly, ObscureOff bool
 	list                string
 	next                int
@@ -56,7 +56,7 @@ type Mailman struct {
 
 type mailmanMsg struct {
 	MailmanMessage
-	id string
+	id, vol string
 }
 
 // NewMailman starts a fake archive of the list named list, closed when the test ends.
@@ -80,7 +80,7 @@ func (m *Mailman) Post(msg MailmanMessage) string {
 	}
 	id := fmt.Sprintf("%06d", m.next)
 	m.next++
-	m.msgs = append(m.msgs, &mailmanMsg{MailmanMessage: msg, id: id})
+	m.msgs = append(m.msgs, &mailmanMsg{MailmanMessage: msg, id: id, vol: m.volumeOf(msg.Date)})
 	return id
 }
 
@@ -152,7 +152,7 @@ func (m *Mailman) answer(w http.ResponseWriter, r *http.Request) int {
 	}
 	var in []*mailmanMsg
 	for _, msg := range m.msgs {
-		if m.volumeOf(msg.Date) == vol {
+		if msg.vol == vol {
 			in = append(in, msg)
 		}
 	}
@@ -174,8 +174,8 @@ func (m *Mailman) answer(w http.ResponseWriter, r *http.Request) int {
 func (m *Mailman) index(w http.ResponseWriter) int {
 	var vols []string
 	for _, msg := range m.msgs {
-		if v := m.volumeOf(msg.Date); !slices.Contains(vols, v) {
-			vols = append(vols, v)
+		if !slices.Contains(vols, msg.vol) {
+			vols = append(vols, msg.vol)
 		}
 	}
 	slices.Reverse(vols) // newest first, as pipermail lists them
