@@ -26,6 +26,7 @@ commands:
   lock [--check] OVERLAY  regenerate (or check) a Pyodide lock overlay from the wheels beside it
   build-wheel SRC OUT     build a pure-Python wheel reproducibly from SRC/pyproject.toml into OUT
   run --community ID FILE run Python under a community's policy in the server's runtime; print the result
+  sync [--community ID] [--full] TYPE  sync knowledge: github, papers, docstrings, discourse, mailman, faq, all; or init
   version                 print the version
 `
 
@@ -48,6 +49,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runBuildWheel(ctx, rest, stdout, stderr)
 	case "run":
 		return runRun(ctx, rest, getenv, stdin, stdout, stderr)
+	case "sync":
+		return runSync(ctx, rest, getenv, stdout, stderr)
 	case "sandbox-worker": // started by the server's Python worker pool, speaking on stdin/stdout
 		return runSandboxWorker(ctx, rest, getenv, stdin, stdout, stderr)
 	case "version", "--version":

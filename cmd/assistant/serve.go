@@ -66,6 +66,7 @@ type serveSettings struct {
 	sandboxLoopback bool
 	// knowledge is the documentation store's settings.
 	knowledge   knowledgeSettings
+	sync        syncSettings // the syncs (sync.go)
 	docsRefresh time.Duration
 	// workerBinary is the binary started as sandbox-worker; empty is this one. Tests set it.
 	workerBinary string
@@ -122,6 +123,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	fs.Var(&s.knowledge.resolve, "knowledge-resolve", "HOST=IP:PORT: documentation fetches of HOST go to that address over plain HTTP, as curl --resolve does, for tests; repeatable (ASSISTANT_KNOWLEDGE_RESOLVE, comma-separated)")
 	fs.IntVar(&s.knowledge.preloadBudget, "preload-budget-chars", envInt(getenv, "ASSISTANT_PRELOAD_BUDGET_CHARS", int(limits.PreloadBudgetChars)), "the most characters of preloaded documents in one community's prompt; past it the rest are offered on demand (ASSISTANT_PRELOAD_BUDGET_CHARS)")
+	addSyncFlags(fs, &s.sync, getenv)
 	fs.StringVar(&s.logFormat, "log-format", or(env("ASSISTANT_LOG_FORMAT"), "auto"), "json, text, or auto: text on a terminal, json otherwise (ASSISTANT_LOG_FORMAT)")
 	fastPath := fs.String("fast-path", or(env("ASSISTANT_FAST_PATH"), "on"), "answer GET /{c}, /communities, wheels and logos ahead of net/http with an event loop for every two CPUs (on), with N event loops (a number), or leave every request to net/http (off) (ASSISTANT_FAST_PATH)")
 	accessLog := fs.String("access-log", or(env("ASSISTANT_ACCESS_LOG"), "on"), "log every request (on), none (off), or a share of them such as 0.1; errors (5xx) are always logged (ASSISTANT_ACCESS_LOG)")
@@ -318,6 +320,11 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 	cleanups = append(cleanups, func() { _ = lib.Close() })
 	docs := newKnowledgeDocs(lib, s.knowledge.preloadBudget, log)
 	docs.apply(set)
+	syncs, err := startSyncs(s, set, st, eng, lib, prices, resolve, getenv, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanups = append(cleanups, syncs.Close)
 
 	models := &chat.Models{Getenv: getenv, Default: s.defaultModel}
 	spent := chat.BudgetMetric()
@@ -347,14 +354,17 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		Applied: func(set *config.Set) {
 			mcps.Apply(set)
 			docs.apply(set)
+			syncs.apply(set)
 		},
 		Communities: set,
 		Engine:      engine,
 		Artifacts:   st,
 		Files:       st,
 		Limiter:     st,
-		Collectors:  append([]prometheus.Collector{spent, mcps, docs}, runner.collectors()...),
+		Collectors:  append(append([]prometheus.Collector{spent, mcps, docs}, runner.collectors()...), syncs.collectors()...),
 		Docs:        docs,
+		Sync:        syncs.routes(),
+		Feeds:       lib.Store(),
 	})
 	if err != nil {
 		return nil, nil, err

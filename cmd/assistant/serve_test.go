@@ -59,6 +59,9 @@ func startServerWith(t testing.TB, environ map[string]string, now func() time.Ti
 	if e.m["ASSISTANT_DATA_DIR"] == "" { // never the user's own
 		e.m["ASSISTANT_DATA_DIR"] = t.TempDir()
 	}
+	if e.m["ASSISTANT_SYNC_ENABLED"] == "" { // no test reaches the real APIs (sync_test.go)
+		e.m["ASSISTANT_SYNC_ENABLED"] = "false"
+	}
 	s, err := parseServe(append([]string{"--communities", "../../communities"}, args...), e.get, io.Discard)
 	if err != nil {
 		t.Fatal(err)

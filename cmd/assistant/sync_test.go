@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/osc-assistant/assistant/ingest/ingesttest"
+	"github.com/osc-assistant/assistant/knowledge"
+)
+
+// syncCommunities writes a communities directory: hed with two repositories and a GitHub
+// schedule, bids with one repository, nemar with none.
+func syncCommunities(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for id, y := range map[string]string{
+		"hed":   "id: hed\nname: HED\ndescription: d\ngithub:\n  repos: [hed-standard/hed-specification, hed-standard/hed-python]\nsync:\n  github: {cron: \"0 3 * * *\"}\n",
+		"bids":  "id: bids\nname: BIDS\ndescription: d\ngithub:\n  repos: [bids-standard/bids-specification]\n",
+		"nemar": "id: nemar\nname: NEMAR\ndescription: d\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, id), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, id, "config.yaml"), []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func runSyncCmd(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	code := run(context.Background(), append([]string{"assistant", "sync"}, args...), getenv, strings.NewReader(""), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// TestSyncCommand: assistant sync github fills each community's database from the (fake)
+// GitHub API, prints a line per repository and per run, and exits 0; a second run with one
+// issue changed updates it; --community limits it to one community.
+func TestSyncCommand(t *testing.T) {
+	gh := ingesttest.NewGitHub(t)
+	gh.Add("hed-standard/hed-specification", ingesttest.Issue{Number: 1, Title: "Onset", State: "open"},
+		ingesttest.Issue{Number: 2, Title: "Offset", State: "open", PR: true})
+	gh.Add("hed-standard/hed-python", ingesttest.Issue{Number: 7, Title: "Schema", State: "closed"})
+	gh.Add("bids-standard/bids-specification", ingesttest.Issue{Number: 3, Title: "Sidecars", State: "open"})
+	comms, data := syncCommunities(t), t.TempDir()
+	env := map[string]string{"ASSISTANT_GITHUB_API_URL": gh.URL, "ASSISTANT_DATA_DIR": data}
+
+	code, out, errOut := runSyncCmd(t, env, "--communities", comms, "github")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"github hed hed-standard/hed-specification: 2 items, 1 pages",
+		"github hed hed-standard/hed-python: 1 items, 1 pages",
+		"github hed: 3 items in ",
+		"github bids bids-standard/bids-specification: 1 items, 1 pages",
+		"github bids: 1 items in ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no line %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "nemar") {
+		t.Errorf("a community without repositories was synced:\n%s", out)
+	}
+	st, err := knowledge.OpenStore(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	status, err := st.SyncStatus(context.Background(), "hed")
+	if err != nil || status.GitHubTotal != 3 || status.PRs != 1 || status.OpenItems != 2 {
+		t.Errorf("hed's published database: %+v, %v", status, err)
+	}
+
+	// The issue is closed and renamed upstream; a sync of hed alone updates it.
+	gh.Change("hed-standard/hed-specification", 1, func(is *ingesttest.Issue) { is.State, is.Title = "closed", "Onset (fixed)" })
+	code, out, errOut = runSyncCmd(t, env, "--communities", comms, "--community", "hed", "github")
+	if code != 0 {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(out, "bids") {
+		t.Errorf("--community hed synced bids:\n%s", out)
+	}
+	status, err = st.SyncStatus(context.Background(), "hed")
+	if err != nil || status.OpenItems != 1 || status.GitHubTotal != 3 {
+		t.Errorf("after the change: %+v, %v", status, err)
+	}
+}
+
+// TestSyncCommandFails: a source that cannot be reached makes the run fail, printed, and the
+// command exit 1.
+func TestSyncCommandFails(t *testing.T) {
+	comms := syncCommunities(t)
+	// A port nothing listens on: the connection is refused at once.
+	env := map[string]string{"ASSISTANT_GITHUB_API_URL": "http://127.0.0.1:1", "ASSISTANT_DATA_DIR": t.TempDir()}
+	code, out, _ := runSyncCmd(t, env, "--community", "bids", "--communities", comms, "github")
+	if code != 1 || !strings.Contains(out, "github bids: failed after ") || !strings.Contains(out, "bids-standard/bids-specification") {
+		t.Errorf("exit %d, stdout:\n%s", code, out)
+	}
+}
+
+func TestSyncCommandUsage(t *testing.T) {
+	comms := syncCommunities(t)
+	env := map[string]string{"ASSISTANT_DATA_DIR": t.TempDir()}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "want one sync type, got 0 arguments"},
+		{[]string{"github", "papers"}, "want one sync type, got 2 arguments"},
+		{[]string{"beps"}, `unknown sync type "beps"`},
+		{[]string{"--community", "nope", "--communities", comms, "github"}, `no community "nope"`},
+		{[]string{"--bogus", "github"}, "flag provided but not defined"},
+	} {
+		code, _, errOut := runSyncCmd(t, env, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q", tc.args, code, errOut)
+		}
+	}
+	// A community with nothing of the type: said, and no failure.
+	code, out, _ := runSyncCmd(t, env, "--communities", comms, "--community", "nemar", "github")
+	if code != 0 || !strings.Contains(out, "github nemar: nothing to sync") {
+		t.Errorf("nemar github: exit %d, %q", code, out)
+	}
+	// Flags after the type are read too.
+	code, out, _ = runSyncCmd(t, env, "github", "--communities", comms, "--community", "nemar")
+	if code != 0 || !strings.Contains(out, "github nemar: nothing to sync") {
+		t.Errorf("flags after the type: exit %d, %q", code, out)
+	}
+}
+
+// TestSyncInit: sync init publishes an empty database per community, so a search answers
+// "no results" rather than "not initialised"; a second init leaves them.
+func TestSyncInit(t *testing.T) {
+	comms, data := syncCommunities(t), t.TempDir()
+	env := map[string]string{"ASSISTANT_DATA_DIR": data}
+	code, out, errOut := runSyncCmd(t, env, "--communities", comms, "init")
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	for _, id := range []string{"hed", "bids", "nemar"} {
+		if _, err := os.Stat(filepath.Join(data, "knowledge", id+".db")); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+		if !strings.Contains(out, id+": created ") {
+			t.Errorf("no created line for %s in %q", id, out)
+		}
+	}
+	st, err := knowledge.OpenStore(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	hits, err := st.SearchDiscussions(context.Background(), "hed", "onset", knowledge.DiscussionOptions{IncludeIssues: true, IncludePRs: true})
+	if err != nil || len(hits) != 0 {
+		t.Errorf("a search of the new database: %v, %v; want no rows and no error", hits, err)
+	}
+	_, out, _ = runSyncCmd(t, env, "--communities", comms, "--community", "hed", "init")
+	if !strings.Contains(out, "hed: "+filepath.Join(data, "knowledge", "hed.db")+" exists") {
+		t.Errorf("second init: %q", out)
+	}
+}
+
+// TestServeSyncRoutes: assistant serve serves the sync routes from its knowledge store and
+// scheduler, and ASSISTANT_SYNC_ENABLED=false turns the scheduler off.
+func TestServeSyncRoutes(t *testing.T) {
+	for _, tc := range []struct {
+		enabled string
+		want    bool
+	}{{"true", true}, {"false", false}} {
+		srv := startServerWith(t, map[string]string{"ASSISTANT_SYNC_ENABLED": tc.enabled, "ASSISTANT_GITHUB_API_URL": "http://127.0.0.1:1",
+			"ASSISTANT_OPENALEX_URL": "http://127.0.0.1:1"}, nil)
+		resp, err := srv.Client().Get(srv.URL + "/sync/status?community_id=hed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var st struct {
+			Scheduler struct {
+				Enabled bool              `json:"enabled"`
+				Jobs    map[string]string `json:"jobs"`
+			} `json:"scheduler"`
+		}
+		if err := json.Unmarshal(body, &st); resp.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("sync enabled %s: %d %s", tc.enabled, resp.StatusCode, body)
+		}
+		if st.Scheduler.Enabled != tc.want || (len(st.Scheduler.Jobs) > 0) != tc.want {
+			t.Errorf("ASSISTANT_SYNC_ENABLED=%s: scheduler %+v", tc.enabled, st.Scheduler)
+		}
+		if tc.want {
+			if _, ok := st.Scheduler.Jobs["github_hed"]; !ok {
+				t.Errorf("no github_hed job: %s", body)
+			}
+		}
+	}
+}
