@@ -487,10 +487,10 @@ func syncOne(ctx context.Context, runner *ingest.Runner, c *config.Community, ty
 		fmt.Fprintf(stdout, "%s: skipped: another run of it is under way\n", prefix)
 		return true
 	case err != nil:
-		fmt.Fprintf(stdout, "%s: failed after %s, %d items: %v\n", prefix, d, res.Items, err)
+		fmt.Fprintf(stdout, "%s: failed after %s, %d %s: %v\n", prefix, d, res.Items, plural(res.Items, "item", "items"), err)
 		return false
 	}
-	line := fmt.Sprintf("%s: %d items", prefix, res.Items)
+	line := fmt.Sprintf("%s: %d %s", prefix, res.Items, plural(res.Items, "item", "items"))
 	if res.Deleted > 0 {
 		line += fmt.Sprintf(", %d deleted", res.Deleted)
 	}
@@ -504,9 +504,9 @@ func progressLine(p ingest.Progress) string {
 	var parts []string
 	switch {
 	case p.Done:
-		parts = append(parts, fmt.Sprintf("%d items", p.Items))
+		parts = append(parts, fmt.Sprintf("%d %s", p.Items, plural(p.Items, "item", "items")))
 		if p.Pages > 0 {
-			parts = append(parts, fmt.Sprintf("%d pages", p.Pages))
+			parts = append(parts, fmt.Sprintf("%d %s", p.Pages, plural(p.Pages, "page", "pages")))
 		}
 	case !p.Waiting.IsZero():
 		parts = append(parts, "waiting until "+p.Waiting.UTC().Format("15:04:05 UTC"))

@@ -60,11 +60,11 @@ func TestSyncCommand(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	for _, want := range []string{
-		"github hed hed-standard/hed-specification: 2 items, 1 pages",
-		"github hed hed-standard/hed-python: 1 items, 1 pages",
+		"github hed hed-standard/hed-specification: 2 items, 1 page",
+		"github hed hed-standard/hed-python: 1 item, 1 page",
 		"github hed: 3 items in ",
-		"github bids bids-standard/bids-specification: 1 items, 1 pages",
-		"github bids: 1 items in ",
+		"github bids bids-standard/bids-specification: 1 item, 1 page",
+		"github bids: 1 item in ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no line %q in:\n%s", want, out)
