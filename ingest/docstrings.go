@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,10 @@ type DocstringsOptions struct {
 	// Python parses Python files; without one, a repository's Python fails (its stored rows
 	// stay).
 	Python PythonParser
+	// CacheDir (e.g. <data dir>/docstrings) keeps each repository's tree ETag and blob SHAs
+	// between runs (docstrings_cache.go), so unchanged files are not downloaded again; ""
+	// downloads every file every run.
+	CacheDir string
 	Now    func() time.Time
 	Sleep  func(ctx context.Context, d time.Duration) error
 	Logger *slog.Logger
@@ -70,8 +75,9 @@ type Docstrings struct {
 	now    func() time.Time
 	apiURL string
 	rawURL string
-	token  string
-	python PythonParser
+	token    string
+	python   PythonParser
+	cacheDir string
 }
 
 // NewDocstrings returns the docstrings source.
@@ -83,7 +89,7 @@ func NewDocstrings(o DocstringsOptions) *Docstrings {
 	clk := newClock(o.Now, o.Sleep)
 	return &Docstrings{store: o.Store, api: newAPIClient(o.Client, clk, log), log: log, now: clk.now,
 		apiURL: strings.TrimRight(or(o.APIURL, DefaultGitHubAPIURL), "/"), rawURL: strings.TrimRight(or(o.RawURL, DefaultGitHubRawURL), "/"),
-		token: o.Token, python: o.Python}
+		token: o.Token, python: o.Python, cacheDir: o.CacheDir}
 }
 
 // Type is TypeDocstrings.
@@ -98,8 +104,9 @@ func (d *Docstrings) Has(c *config.Community) bool {
 var docLanguages = map[string]string{"python": ".py", "matlab": ".m"}
 
 // Sync syncs every configured repository in turn, then deletes the rows of repositories no
-// longer configured.
-func (d *Docstrings) Sync(ctx context.Context, c *config.Community, _ RunOptions, progress func(Progress)) (Result, error) {
+// longer configured. A run downloads only the files whose blob changed since the last clean
+// run (when the source has a CacheDir); a full one downloads every file.
+func (d *Docstrings) Sync(ctx context.Context, c *config.Community, opts RunOptions, progress func(Progress)) (Result, error) {
 	if progress == nil {
 		progress = func(Progress) {}
 	}
@@ -115,7 +122,7 @@ func (d *Docstrings) Sync(ctx context.Context, c *config.Community, _ RunOptions
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			items, deleted, failed := d.syncRepo(ctx, c.ID, e, progress)
+			items, deleted, failed := d.syncRepo(ctx, c.ID, e, opts.Full, progress)
 			res.Items += items
 			res.Deleted += deleted
 			for _, f := range failed {
@@ -135,15 +142,53 @@ type gitTree struct {
 	Tree []struct {
 		Path string `json:"path"`
 		Type string `json:"type"`
+		SHA  string `json:"sha"`
 		Size int64  `json:"size"`
 	} `json:"tree"`
 	Truncated bool `json:"truncated"`
+
+	// etag is the answer's ETag; notModified marks a 304 (the cache's tree is the same).
+	etag        string
+	notModified bool
 }
 
-// docFile is one source file to parse.
+// tree is the cached listing, for a 304.
+func (c *docCache) tree() *gitTree {
+	t := &gitTree{etag: c.ETag, Truncated: c.Truncated}
+	paths := make([]string, 0, len(c.Files))
+	for p := range c.Files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		f := c.Files[p]
+		t.Tree = append(t.Tree, struct {
+			Path string `json:"path"`
+			Type string `json:"type"`
+			SHA  string `json:"sha"`
+			Size int64  `json:"size"`
+		}{p, "blob", f.SHA, f.Size})
+	}
+	return t
+}
+
+// file is a file's cached outcome; a nil cache has none.
+func (c *docCache) file(p string) (docCacheFile, bool) {
+	if c == nil {
+		return docCacheFile{}, false
+	}
+	f, ok := c.Files[p]
+	return f, ok
+}
+
+// docFile is one source file of the tree.
 type docFile struct {
 	path string
 	size int64
+	sha  string
+	// cached is the last clean run's outcome when the blob is the same and it parsed then:
+	// the file is not downloaded again.
+	cached *docCacheFile
 }
 
 // langRun is what one language of a repository did.
@@ -155,22 +200,43 @@ type langRun struct {
 	symbols int      // symbols the files hold
 	keep    []string // files whose rows stay: parsed with symbols, or failed
 	failed  int      // files that failed to download or parse
-	err     error
+	fetched int      // files downloaded
+	// outcomes are the files' results, for the cache.
+	outcomes map[string]docCacheFile
+	err      error
 }
 
 // syncRepo syncs one entry: its tree, then each language. It returns the rows written and
 // deleted, and the failed sources ({repo}:{language}, or the repo when its tree failed).
-func (d *Docstrings) syncRepo(ctx context.Context, id string, e config.DocstringRepo, progress func(Progress)) (int, int, []SourceError) {
+func (d *Docstrings) syncRepo(ctx context.Context, id string, e config.DocstringRepo, full bool, progress func(Progress)) (int, int, []SourceError) {
 	branch := or(e.Branch, "main")
-	langs := e.Languages
-	if len(langs) == 0 {
+	var langs []string
+	for _, l := range e.Languages {
+		if _, ok := docLanguages[l]; ok && !slices.Contains(langs, l) {
+			langs = append(langs, l)
+		}
+	}
+	if len(e.Languages) == 0 {
 		langs = []string{"matlab", "python"}
 	}
-	start := d.now()
-	tree, rate, err := d.tree(ctx, e.Repo, branch, func(until time.Time) { progress(Progress{Source: e.Repo, Waiting: until}) })
+	// Stored as the reference stores times (microseconds), so the cache can be matched
+	// against sync_metadata.
+	start := d.now().UTC().Truncate(time.Microsecond)
+	var cache *docCache
+	if !full {
+		cache = d.loadCache(ctx, id, e.Repo, branch, langs)
+	}
+	etag := ""
+	if cache != nil {
+		etag = cache.ETag
+	}
+	tree, rate, err := d.tree(ctx, e.Repo, branch, etag, func(until time.Time) { progress(Progress{Source: e.Repo, Waiting: until}) })
 	if err != nil {
 		progress(Progress{Source: e.Repo, Done: true, Err: err, RateLimit: rate})
 		return 0, 0, []SourceError{{Source: e.Repo, Err: err}}
+	}
+	if tree.notModified {
+		tree = cache.tree()
 	}
 	complete := !tree.Truncated
 	if tree.Truncated {
@@ -178,14 +244,15 @@ func (d *Docstrings) syncRepo(ctx context.Context, id string, e config.Docstring
 	}
 	var runs []*langRun
 	for _, lang := range langs {
-		suffix, ok := docLanguages[lang]
-		if !ok {
-			continue
-		}
-		r := &langRun{lang: lang}
+		suffix := docLanguages[lang]
+		r := &langRun{lang: lang, outcomes: map[string]docCacheFile{}}
 		for _, t := range tree.Tree {
 			if t.Type == "blob" && strings.HasSuffix(t.Path, suffix) && len(t.Path) <= 1024 {
-				r.files = append(r.files, docFile{t.Path, t.Size})
+				f := docFile{path: t.Path, size: t.Size, sha: t.SHA}
+				if cf, ok := cache.file(t.Path); ok && cf.OK && cf.SHA == t.SHA && t.SHA != "" {
+					f.cached = &cf
+				}
+				r.files = append(r.files, f)
 			}
 		}
 		if len(r.files) > maxDocFiles {
@@ -245,19 +312,35 @@ func (d *Docstrings) syncRepo(ctx context.Context, id string, e config.Docstring
 	for _, r := range runs {
 		progress(Progress{Source: e.Repo + ":" + r.lang, Items: r.items, RateLimit: rate, Done: true, Err: r.err})
 	}
+	if len(failed) > 0 {
+		d.dropCache(id, e.Repo, branch)
+		return items, deleted + gone, failed
+	}
+	next := &docCache{Repo: e.Repo, Branch: branch, Languages: langs, ETag: tree.etag, SyncedAt: start, Truncated: tree.Truncated,
+		Files: map[string]docCacheFile{}}
+	for _, r := range runs {
+		for p, o := range r.outcomes {
+			next.Files[p] = o
+		}
+	}
+	d.saveCache(id, next)
 	return items, deleted + gone, failed
 }
 
-// tree fetches the branch's recursive tree; an empty repository (409) has an empty one.
-func (d *Docstrings) tree(ctx context.Context, repo, branch string, waiting func(time.Time)) (*gitTree, string, error) {
+// tree fetches the branch's recursive tree, conditionally when etag is known (a 304 is
+// notModified); an empty repository (409) has an empty one.
+func (d *Docstrings) tree(ctx context.Context, repo, branch, etag string, waiting func(time.Time)) (*gitTree, string, error) {
 	h := http.Header{}
 	h.Set("Accept", "application/vnd.github+json")
 	h.Set("X-GitHub-Api-Version", "2022-11-28")
 	if d.token != "" {
 		h.Set("Authorization", "Bearer "+d.token)
 	}
+	if etag != "" {
+		h.Set("If-None-Match", etag)
+	}
 	u := d.apiURL + "/repos/" + escapePath(repo) + "/git/trees/" + escapePath(branch) + "?recursive=1"
-	resp, err := d.api.get(ctx, apiCall{url: u, header: h, max: maxTreeBytes, ok: []int{http.StatusConflict}, waiting: waiting})
+	resp, err := d.api.get(ctx, apiCall{url: u, header: h, max: maxTreeBytes, ok: []int{http.StatusConflict, http.StatusNotModified}, waiting: waiting})
 	if err != nil {
 		return nil, "", err
 	}
@@ -268,9 +351,16 @@ func (d *Docstrings) tree(ctx context.Context, repo, branch string, waiting func
 			d.log.Warn("docstrings sync: the GitHub rate limit is nearly used up", "repo", repo, "rate_limit", rate)
 		}
 	}
-	var t gitTree
-	if resp.status == http.StatusConflict {
+	t := gitTree{etag: resp.header.Get("ETag")}
+	switch resp.status {
+	case http.StatusConflict:
 		return &t, rate, nil // "Git Repository is empty."
+	case http.StatusNotModified:
+		if etag == "" {
+			return nil, rate, fmt.Errorf("%s: 304 to a request that was not conditional", redactURL(u))
+		}
+		t.notModified = true
+		return &t, rate, nil
 	}
 	if err := json.Unmarshal(resp.body, &t); err != nil {
 		return nil, rate, fmt.Errorf("%s: not a git tree: %v", redactURL(u), err)
@@ -301,6 +391,22 @@ func (d *Docstrings) syncLanguage(ctx context.Context, id, repo, branch string, 
 		}
 		chunk := files[:n]
 		files = files[n:]
+		// Files whose blob is the one that parsed last time keep their rows as they are.
+		chunk = slices.DeleteFunc(slices.Clone(chunk), func(f docFile) bool {
+			if f.cached == nil {
+				return false
+			}
+			if f.cached.Symbols > 0 {
+				r.keep = append(r.keep, f.path)
+			}
+			r.symbols += f.cached.Symbols
+			r.outcomes[f.path] = *f.cached
+			return true
+		})
+		if len(chunk) == 0 {
+			continue
+		}
+		r.fetched += len(chunk)
 		contents := d.download(ctx, repo, branch, chunk)
 		if err := ctx.Err(); err != nil {
 			return err
@@ -323,11 +429,13 @@ func (d *Docstrings) syncLanguage(ctx context.Context, id, repo, branch string, 
 				}
 				r.failed++
 				r.keep = append(r.keep, f.path)
+				r.outcomes[f.path] = docCacheFile{SHA: f.sha, Size: f.size}
 				if r.failed <= 10 {
 					d.log.Warn("docstrings sync: file skipped", "community", id, "repo", repo, "file", f.path, "error", why)
 				}
 				continue
 			}
+			r.outcomes[f.path] = docCacheFile{SHA: f.sha, Size: f.size, OK: true, Symbols: len(p.Symbols)}
 			if len(p.Symbols) == 0 {
 				continue
 			}

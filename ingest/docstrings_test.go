@@ -226,3 +226,81 @@ func TestDocstringsSyncPython(t *testing.T) {
 		t.Errorf("sync_metadata (-want +got):\n%s", d)
 	}
 }
+
+func TestDocstringsIncremental(t *testing.T) {
+	g := eeglabTrees(t)
+	st := paperStore(t)
+	cacheDir := t.TempDir()
+	c := eeglabCommunity("matlab")
+	clk := newPClock()
+	newSource := func(st *knowledge.Store) *Docstrings {
+		return NewDocstrings(DocstringsOptions{Store: st, APIURL: g.APIURL, RawURL: g.RawURL, CacheDir: cacheDir, Now: clk.Now, Sleep: clk.Sleep})
+	}
+	d := newSource(st)
+	sync := func(d *Docstrings, full bool) (api, raw int, treeStatus int) {
+		t.Helper()
+		g.ResetRequests()
+		res, err := d.Sync(context.Background(), c, RunOptions{Full: full}, nil)
+		if err != nil || len(res.Failed) != 0 {
+			t.Fatal(err, res.Failed)
+		}
+		for _, r := range g.Requests() {
+			if r.Host == "api" {
+				treeStatus = r.Status
+			}
+		}
+		return g.Count("api"), g.Count("raw"), treeStatus
+	}
+	meta := func() string {
+		return published(t, st, "eeglab", `SELECT items_synced FROM sync_metadata WHERE source_name = 'sccn/eeglab:matlab'`)[0][0]
+	}
+	if api, raw, _ := sync(d, false); api != 1 || raw != 4 {
+		t.Fatalf("first run: %d API and %d raw requests, want 1 and 4", api, raw)
+	}
+	first := docRows(t, st, "eeglab")
+
+	// Nothing changed: one conditional tree request answered 304, no download, same rows.
+	if api, raw, status := sync(d, false); api != 1 || raw != 0 || status != 304 {
+		t.Errorf("unchanged: %d API (status %d) and %d raw requests, want 1 (304) and 0", api, status, raw)
+	}
+	if d := cmp.Diff(first, docRows(t, st, "eeglab")); d != "" {
+		t.Errorf("rows after a 304 (-want +got):\n%s", d)
+	}
+	if m := meta(); m != "4" {
+		t.Errorf("items_synced %s after a 304, want 4", m)
+	}
+
+	// One file changed: only it is downloaded again, and its new help is stored.
+	g.SetFile("sccn/eeglab", "develop", "run_pipeline.m", "% RUN_PIPELINE Runs it all, now faster.\nx = 1;\n")
+	if api, raw, status := sync(d, false); api != 1 || raw != 1 || status != 200 {
+		t.Errorf("one change: %d API (status %d) and %d raw requests, want 1 (200) and 1", api, status, raw)
+	}
+	got := published(t, st, "eeglab", `SELECT docstring FROM docstrings WHERE file_path = 'run_pipeline.m'`)
+	if got[0][0] != "RUN_PIPELINE Runs it all, now faster." {
+		t.Errorf("changed file's docstring %q", got[0][0])
+	}
+	// A file that failed is tried again the next run, though its blob did not change.
+	g.FailRaw("tools/noop.m", 500)
+	g.SetFile("sccn/eeglab", "develop", "tools/noop.m", "y = 2;\n")
+	if _, raw, _ := sync(d, false); raw != 1 {
+		t.Errorf("%d raw requests, want 1: the changed file", raw)
+	}
+	g.FailRaw("tools/noop.m", 0)
+	if _, raw, _ := sync(d, false); raw != 1 {
+		t.Errorf("%d raw requests, want 1: the file that failed", raw)
+	}
+	if m := meta(); m != "4" {
+		t.Errorf("items_synced %s, want 4", m)
+	}
+
+	// A full run downloads everything.
+	if _, raw, _ := sync(d, true); raw != 4 {
+		t.Errorf("full run: %d raw requests, want 4", raw)
+	}
+	// A database that does not agree with the cache (another data directory: no
+	// sync_metadata) makes the cache useless: everything is asked for again, unconditionally.
+	other := paperStore(t)
+	if _, raw, status := sync(newSource(other), false); raw != 4 || status != 200 {
+		t.Errorf("fresh database: %d raw requests (tree %d), want 4 (200)", raw, status)
+	}
+}

@@ -28,9 +28,10 @@ type TreeRequest struct {
 
 // GitHubTrees is a fake of the two GitHub hosts the docstrings source reads: the REST API's
 // GET /repos/{owner}/{repo}/git/trees/{branch}?recursive=1 (blobs with their git blob SHA-1
-// and size, the directories as tree entries, truncated when asked; 404 for an unknown repo or
-// branch, 409 for an empty repository; X-RateLimit-* headers and a 403 once the limit is used
-// up) at APIURL, and raw files at RawURL/{owner}/{repo}/{branch}/{path} (text/plain, 404
+// and size, the directories as tree entries, truncated when asked; a weak ETag digesting the
+// tree and If-None-Match answered 304 without using the rate limit; 404 for an unknown repo
+// or branch, 409 for an empty repository; X-RateLimit-* headers and a 403 once the limit is
+// used up) at APIURL, and raw files at RawURL/{owner}/{repo}/{branch}/{path} (text/plain, 404
 // "404: Not Found").
 type GitHubTrees struct {
 	APIURL, RawURL string
@@ -93,10 +94,14 @@ func (g *GitHubTrees) SetTruncated(t bool) {
 	g.truncated = t
 }
 
-// FailRaw makes the raw host answer status for file (any repository).
+// FailRaw makes the raw host answer status for file (any repository); 0 serves it again.
 func (g *GitHubTrees) FailRaw(file string, status int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if status == 0 {
+		delete(g.failRaw, file)
+		return
+	}
 	g.failRaw[file] = status
 }
 
@@ -165,6 +170,14 @@ func (g *GitHubTrees) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
+	if tag := r.Header.Get("If-None-Match"); tag != "" && tag == g.treeTag(r.URL.Path) {
+		// Conditional requests answered 304 do not count against the rate limit.
+		g.rateHeaders(h)
+		h.Set("ETag", tag)
+		rec.Status = http.StatusNotModified
+		w.WriteHeader(rec.Status)
+		return
+	}
 	if g.remaining <= 0 {
 		g.rateHeaders(h)
 		rec.Status = http.StatusForbidden
@@ -219,10 +232,39 @@ func (g *GitHubTrees) serveAPI(w http.ResponseWriter, r *http.Request) {
 			"size": len(files[p]), "url": base + "/blobs/" + sha})
 	}
 	slices.SortStableFunc(entries, func(a, b map[string]any) int { return strings.Compare(a["path"].(string), b["path"].(string)) })
-	top := sha1.Sum([]byte(strings.Join(paths, "\n")))
+	top := g.treeSHA(files)
+	h.Set("ETag", `W/"`+top+`"`)
 	rec.Status = http.StatusOK
-	ghJSON(w, rec.Status, map[string]any{"sha": hex.EncodeToString(top[:]), "url": base + "/trees/" + hex.EncodeToString(top[:]),
-		"tree": entries, "truncated": g.truncated})
+	ghJSON(w, rec.Status, map[string]any{"sha": top, "url": base + "/trees/" + top, "tree": entries, "truncated": g.truncated})
+}
+
+// treeSHA digests a branch's files (paths and contents) and the truncated flag.
+func (g *GitHubTrees) treeSHA(files map[string]string) string {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	h := sha1.New()
+	for _, p := range paths {
+		fmt.Fprintf(h, "%s %s\n", p, blobSHA(files[p]))
+	}
+	fmt.Fprintf(h, "truncated=%v", g.truncated)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// treeTag is the ETag a tree request's path would get now, or "".
+func (g *GitHubTrees) treeTag(urlPath string) string {
+	rest, _ := strings.CutPrefix(urlPath, "/repos/")
+	parts := strings.SplitN(rest, "/", 5)
+	if len(parts) < 5 {
+		return ""
+	}
+	files, ok := g.repos[parts[0]+"/"+parts[1]][parts[4]]
+	if !ok {
+		return ""
+	}
+	return `W/"` + g.treeSHA(files) + `"`
 }
 
 // blobSHA is git's object id of a blob with that content.
