@@ -57,9 +57,9 @@ type DocstringsOptions struct {
 	// between runs (docstrings_cache.go), so unchanged files are not downloaded again; ""
 	// downloads every file every run.
 	CacheDir string
-	Now    func() time.Time
-	Sleep  func(ctx context.Context, d time.Duration) error
-	Logger *slog.Logger
+	Now      func() time.Time
+	Sleep    func(ctx context.Context, d time.Duration) error
+	Logger   *slog.Logger
 }
 
 // Docstrings is the docstrings source (knowledge.md §6.7): per docstrings.repos entry, the
@@ -69,12 +69,12 @@ type DocstringsOptions struct {
 // out of their file, and of repositories no longer configured; a truncated tree deletes
 // nothing.
 type Docstrings struct {
-	store  *knowledge.Store
-	api    *apiClient
-	log    *slog.Logger
-	now    func() time.Time
-	apiURL string
-	rawURL string
+	store    *knowledge.Store
+	api      *apiClient
+	log      *slog.Logger
+	now      func() time.Time
+	apiURL   string
+	rawURL   string
 	token    string
 	python   PythonParser
 	cacheDir string
