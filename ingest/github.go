@@ -137,8 +137,23 @@ func (g *GitHub) Sync(ctx context.Context, c *config.Community, opts RunOptions,
 	if progress == nil {
 		progress = func(Progress) {}
 	}
+	// A repository with no rows in the published database is listed in full even if its
+	// sync_metadata says it synced: its rows were deleted when the config dropped it (or the
+	// database lost them), and an incremental listing would never bring the old items back.
+	present := map[string]bool{}
+	if st, err := g.store.SyncStatus(ctx, c.ID); err == nil {
+		for repo, rs := range st.Repos {
+			present[repo] = rs.Items > 0
+		}
+	} else if ctx.Err() != nil {
+		return res, ctx.Err()
+	} else {
+		present = nil // unreadable (logged by the store): rely on sync_metadata alone
+	}
 	for _, repo := range c.GitHub.Repos {
-		st, err := g.syncRepo(ctx, c.ID, repo, opts.Full, progress)
+		// Nor are its pages asked conditionally: a 304 would say they are as stored.
+		absent := present != nil && !present[repo]
+		st, err := g.syncRepo(ctx, c.ID, repo, opts.Full || absent, !absent, progress)
 		res.Items += st.items
 		res.Deleted += st.deleted
 		progress(Progress{Source: repo, Items: st.items, Pages: st.pages, RateLimit: st.rate.String(), Done: true, Err: err})
@@ -171,7 +186,7 @@ type githubRun struct {
 }
 
 // syncRepo runs one repository's listing.
-func (g *GitHub) syncRepo(ctx context.Context, id, repo string, forceFull bool, progress func(Progress)) (githubRun, error) {
+func (g *GitHub) syncRepo(ctx context.Context, id, repo string, forceFull, conditional bool, progress func(Progress)) (githubRun, error) {
 	var st githubRun
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
@@ -202,7 +217,10 @@ func (g *GitHub) syncRepo(ctx context.Context, id, repo string, forceFull bool, 
 		mode = "full"
 	}
 	tagKey := id + "\x00" + repo + "\x00" + mode
-	old := g.pageTags(tagKey)
+	var old map[int]githubPageTag
+	if conditional {
+		old = g.pageTags(tagKey)
+	}
 	fresh := map[int]githubPageTag{}
 	var listed []knowledge.GitHubKey
 	warned := false

@@ -161,9 +161,14 @@ func newGHFixture(t *testing.T, n int, token string) *ghFixture {
 	return &ghFixture{api: api, store: store, src: src, clk: clk}
 }
 
+// sync runs the source and publishes, as the runner does after every run.
 func (f *ghFixture) sync(t *testing.T, c *config.Community, full bool) (Result, error) {
 	t.Helper()
-	return f.src.Sync(context.Background(), c, RunOptions{Full: full}, nil)
+	res, err := f.src.Sync(context.Background(), c, RunOptions{Full: full}, nil)
+	if perr := f.store.Publish(context.Background(), c.ID); perr != nil {
+		t.Fatal(perr)
+	}
+	return res, err
 }
 
 func TestGitHubFirstSyncFillsEveryPage(t *testing.T) {
@@ -430,11 +435,23 @@ func TestGitHubFullSyncDeletes(t *testing.T) {
 		t.Errorf("(rows, removed, other repo) = %v, want [[38 0 0]]", got)
 	}
 
+	// A repository the config dropped lost its rows; named again, it is listed in full
+	// although its sync_metadata rows remain.
+	f.clk.Advance(time.Hour)
+	f.api.ResetRequests()
+	res, err = f.sync(t, ghCommunity(ghRepoName, "hed-standard/hed-schemas"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reqs := f.api.Requests(); len(reqs) != 2 || strings.Contains(reqs[1].Query, "since=") || !strings.Contains(reqs[0].Query, "since=") || res.Items != 1 {
+		t.Errorf("re-added repo: requests %+v, %d items; want the known repo incremental and the re-added one in full", reqs, res.Items)
+	}
+
 	// Thirty days after the last full listing, a sync is full again by itself.
 	f.api.Remove(ghRepoName, 7)
 	f.clk.Advance(31 * 24 * time.Hour)
 	f.api.ResetRequests()
-	res, err = f.sync(t, ghCommunity(ghRepoName), false)
+	res, err = f.sync(t, ghCommunity(ghRepoName, "hed-standard/hed-schemas"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
