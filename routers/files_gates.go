@@ -137,10 +137,10 @@ func (b *byteBudget) reserve(client string, n int64) (release func(), err error)
 func (b *byteBudget) take(client string, n int64) (func(), error) {
 	held := b.byClient[client]
 	switch {
-	case n > b.total-b.used:
-		return nil, errBudgetFull
 	case client != "" && held > 0 && held+n > b.share:
 		return nil, errShareFull
+	case n > b.total-b.used:
+		return nil, errBudgetFull
 	}
 	b.used += n
 	if client != "" {

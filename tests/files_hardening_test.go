@@ -23,6 +23,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/osc-assistant/assistant/store"
+	"github.com/osc-assistant/assistant/store/storetest"
 )
 
 // The black-box tests of issue 22, items 11 to 16: uploads, exports and session ids against
@@ -237,18 +240,19 @@ func TestUploadsBoundedUnderConcurrency(t *testing.T) {
 
 // TestOneClientCannotFillStorage (item 12): with 8 MB for files in all and two communities
 // (4 MB each in memory), a client that uploads until it is refused keeps at most its share of
-// a community (a quarter, 1 MB, by default; --upload-client-mb sets it), and then another
-// client still uploads to that community and to the other; a client's address is the one the
-// rate limits use (X-Forwarded-For from a trusted proxy).
+// a community (by default a quarter, 1 MB, or a session's worth when that is more: here 1 MB
+// and its 16 files' names and overhead, so two files of half a MB; --upload-client-mb sets
+// it), and then another client still uploads to that community and to the other; a client's
+// address is the one the rate limits use (X-Forwarded-For from a trusted proxy).
 func TestOneClientCannotFillStorage(t *testing.T) {
-	dir := uploadCommunities(t, 2, 4, "alpha", "beta")
+	dir := uploadCommunities(t, 1, 1, "alpha", "beta")
 	half := bytes.Repeat([]byte("abcdefgh,1\n"), (512<<10)/11)
 	for _, tc := range []struct {
 		name   string
 		flags  []string
 		shares int // the half-MB files the first client keeps before it is refused
 	}{
-		{"default", nil, 1},
+		{"default", nil, 2},
 		{"--upload-client-mb 2", []string{"--upload-client-mb", "2"}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -307,14 +311,19 @@ func xlsxOfSize(t *testing.T, n int) []byte {
 	return b.Bytes()
 }
 
-// TestExportsBounded (item 13): exports held by readers who do not read them take the export
-// places (one per CPU by default); one more is refused with 503 and a Retry-After, and once a
-// place is free an export is written again. The export stores the workbooks as they are and
-// deflates the table.
+// TestExportsBounded (item 13): exports held by readers who do not read them (each a client of
+// its own) take the export places (one per CPU by default); one more is refused with 503 and a
+// Retry-After, and once a place is free an export is written again. The export stores the
+// workbooks as they are and deflates the table.
 func TestExportsBounded(t *testing.T) {
 	dir := uploadCommunities(t, 100, 100, "tables")
-	p := serve(t, nil, "--communities", dir, "--rate-limits", noLimits)
+	p := serve(t, nil, "--communities", dir, "--rate-limits", noLimits, "--trusted-proxies", "127.0.0.1/32")
 	session := p.url + "/tables/sessions/export-1"
+	getAs := func(client string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodGet, session+"/export.zip", nil)
+		req.Header.Set("X-Forwarded-For", client)
+		return http.DefaultClient.Do(req)
+	}
 	table := bytes.Repeat([]byte("subject,score,group\ns01,3,A\n"), 20000)
 	books := [][]byte{xlsxOfSize(t, 20<<20), xlsxOfSize(t, 20<<20)}
 	if a := uploadFiles(t, session+"/files", []string{"a.xlsx", "b.xlsx", "scores.csv"}, [][]byte{books[0], books[1], table}); a.status != 200 {
@@ -327,8 +336,8 @@ func TestExportsBounded(t *testing.T) {
 			r.Body.Close()
 		}
 	}()
-	for range places {
-		resp, err := http.Get(session + "/export.zip")
+	for i := range places {
+		resp, err := getAs(fmt.Sprintf("198.51.100.%d", i+1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +346,7 @@ func TestExportsBounded(t *testing.T) {
 			t.Fatalf("export %d: %d", len(held), resp.StatusCode)
 		}
 	}
-	resp, err := http.Get(session + "/export.zip")
+	resp, err := getAs("203.0.113.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,5 +642,244 @@ func TestFileBoundsFromFlagsAndEnvironment(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "want") {
 			t.Errorf("%v: %v, want exit 2 naming what it wants:\n%s", args, err, out)
 		}
+	}
+}
+
+// The black-box tests of the review of items 11 to 15 (its items 1 to 6; item 6 is the store's
+// TestRedisPartitionUndoesAFailedWrite).
+
+// openRawUpload starts an upload on a connection of its own as client (X-Forwarded-For from
+// the trusted loopback), announcing size bytes of body with Expect: 100-continue, and sends no
+// body. It returns the connection and its reader; the server answers 100 Continue once the
+// upload holds its reservation and reads.
+func openRawUpload(t *testing.T, base, path, client string, size int64) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b0und\r\nContent-Length: %d\r\nExpect: 100-continue\r\nX-Forwarded-For: %s\r\n\r\n", path, size, client)
+	return conn, bufio.NewReader(conn)
+}
+
+// rawAnswer reads the next answer on conn, failing after bound (an answer that should have come).
+func rawAnswer(t *testing.T, conn net.Conn, r *bufio.Reader, bound time.Duration) (int, string) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(bound))
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatalf("no answer within %v: %v", bound, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b)
+}
+
+// TestStalledUploadsLockNoOneOut (review items 1 and 3): the reviewer's attack, three
+// connections of one client that announce 100 MiB, 100 MiB and 56 MiB and send no body, against
+// the default 256 MB buffer; the same from an IPv6 client's /64. The first of each holds its
+// reservation (it is told to continue), the others are refused at once with 503 for the
+// client's share, another client's 2-byte upload is kept, and the first is cut with 408 once
+// its first MiB has not come within 10 s, which frees its reservation. (Before, the three held
+// the whole buffer and every other upload got 503 for the 60 s read timeout, renewable.)
+func TestStalledUploadsLockNoOneOut(t *testing.T) {
+	dir := uploadCommunities(t, 100, 100, "tables")
+	p := serve(t, nil, "--communities", dir, "--rate-limits", noLimits, "--trusted-proxies", "127.0.0.1/32")
+	type held struct {
+		conn net.Conn
+		r    *bufio.Reader
+	}
+	var first []held
+	for _, clients := range [][]string{
+		{"203.0.113.5", "203.0.113.5", "203.0.113.5"},
+		{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::3"},
+	} {
+		for i, size := range []int64{100 << 20, 100 << 20, 56 << 20} {
+			conn, r := openRawUpload(t, p.url, fmt.Sprintf("/tables/sessions/stall-%d/files", i), clients[i], size)
+			code, body := rawAnswer(t, conn, r, 10*time.Second)
+			switch {
+			case i == 0 && code == http.StatusContinue:
+				first = append(first, held{conn, r})
+			case i > 0 && code == http.StatusServiceUnavailable && strings.Contains(body, "as one reader may"):
+			default:
+				t.Errorf("upload %d of %s, %d MiB: %d %s", i, clients[i], size>>20, code, body)
+			}
+		}
+	}
+	if a := uploadFiles(t, p.url+"/tables/sessions/light/files", []string{"x.csv"}, [][]byte{[]byte("a\n")}, "X-Forwarded-For", "198.51.100.1"); a.status != 200 {
+		t.Errorf("another client's 2-byte upload beside the stalled ones: %+v", a)
+	}
+	start := time.Now()
+	for _, h := range first {
+		if code, body := rawAnswer(t, h.conn, h.r, 30*time.Second); code != http.StatusRequestTimeout || !strings.Contains(body, "too slowly") {
+			t.Errorf("a stalled upload: %d %s, want 408", code, body)
+		}
+	}
+	t.Logf("the stalled uploads were cut %v after the last of them was let in", time.Since(start).Round(100*time.Millisecond))
+	// Their reservations are free: the same client may upload again.
+	if a := uploadFiles(t, p.url+"/tables/sessions/again/files", []string{"x.csv"}, [][]byte{[]byte("a\n")}, "X-Forwarded-For", "203.0.113.5"); a.status != 200 {
+		t.Errorf("the stalling client, once its uploads were cut: %+v", a)
+	}
+}
+
+// smallWindow dials base with a 4 KB receive buffer, so that an answer it does not read fills
+// the buffers at once and the server's writes wait.
+func smallWindow(t *testing.T, base string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// TestExportsPerClientAndPaced (review items 2 and 3): a client whose reader stops reading its
+// export holds no more than that one export, and not for long: its second export (from
+// another address of its /64) is refused with 503 and a Retry-After while another client's is
+// written, and 30 s without progress end the stalled answer and free its place, so the client
+// exports again. (Before, one client's readers could take every place, each for the 10-minute
+// write bound.)
+func TestExportsPerClientAndPaced(t *testing.T) {
+	dir := uploadCommunities(t, 100, 100, "tables")
+	p := serve(t, nil, "--communities", dir, "--rate-limits", noLimits, "--trusted-proxies", "127.0.0.1/32")
+	session := p.url + "/tables/sessions/export-paced"
+	if a := uploadFiles(t, session+"/files", []string{"a.xlsx"}, [][]byte{xlsxOfSize(t, 16<<20)}); a.status != 200 {
+		t.Fatalf("upload: %d %s", a.status, a.body)
+	}
+	conn := smallWindow(t, p.url)
+	fmt.Fprintf(conn, "GET /tables/sessions/export-paced/export.zip HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 2001:db8:1:2::1\r\n\r\n")
+	r := bufio.NewReader(conn)
+	if resp, err := http.ReadResponse(r, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the stalled export: %v %v", resp, err)
+	}
+	start := time.Now()
+	exportAs := func(client string) (int, string, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, session+"/export.zip", nil)
+		req.Header.Set("X-Forwarded-For", client)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, resp.Header.Get("Retry-After"), b
+	}
+	if code, retry, b := exportAs("2001:db8:1:2::ffff"); code != http.StatusServiceUnavailable || retry == "" || !strings.Contains(string(b), "An export of yours") {
+		t.Errorf("a second export of the /64: %d (Retry-After %q) %.200s, want 503", code, retry, b)
+	}
+	if code, _, b := exportAs("198.51.100.1"); code != 200 {
+		t.Errorf("another client's export: %d %.200s", code, b)
+	} else if _, err := zip.NewReader(bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Errorf("another client's export does not open: %v", err)
+	}
+	// The stalled answer ends within its 30 s window (and a margin): the /64 exports again.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		code, _, _ := exportAs("2001:db8:1:2::ffff")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("60 s after its reader stopped, the stalled export still holds the client's place (%d)", code)
+		}
+	}
+	t.Logf("the stalled export ended %v after its reader stopped reading", time.Since(start).Round(time.Second))
+}
+
+// TestDefaultClientShareHoldsAFile (review item 4): in memory with four communities taking
+// uploads (a 64 MB share each of the default 256 MB), a reader's first file of 20 MB, within
+// the communities' 25 MB a file, is kept: by default a client may keep a session's worth. An
+// operator's --upload-client-mb below a community's max_file_mb is logged at start.
+func TestDefaultClientShareHoldsAFile(t *testing.T) {
+	dir := uploadCommunities(t, 25, 100, "one", "two", "three", "four")
+	p := serve(t, nil, "--communities", dir, "--rate-limits", noLimits)
+	if a := uploadFiles(t, p.url+"/one/sessions/first/files", []string{"book.xlsx"}, [][]byte{xlsxOfSize(t, 20<<20)}); a.status != 200 {
+		t.Errorf("a reader's first 20 MB file: %d %s, want 200", a.status, a.body)
+	}
+	low := serve(t, nil, "--communities", dir, "--rate-limits", noLimits, "--upload-client-mb", "10", "--log-format", "json")
+	waitFor(t, "the warning about --upload-client-mb", func() bool {
+		return strings.Count(low.stdout.String()+low.stderr.String(), "below the community's max_file_mb") == 4
+	})
+}
+
+// TestRedisExportsHoldOneFileAtOnce (review item 5): with Redis, whose replies are copies, the
+// files four concurrent exports read are reserved from the upload buffer (30 MB here) before
+// they are read, so the exports take turns with their 24 MB files rather than hold four at once:
+// the peak RSS grows by well under the four files, and every zip is whole.
+func TestRedisExportsHoldOneFileAtOnce(t *testing.T) {
+	redis := storetest.RedisURL(t)
+	prefix := fmt.Sprintf("test:exports:%d:", time.Now().UnixNano())
+	dir := uploadCommunities(t, 25, 100, "tables")
+	p := serve(t, nil, "--communities", dir, "--rate-limits", noLimits, "--trusted-proxies", "127.0.0.1/32",
+		"--redis-url", redis, "--redis-prefix", prefix, "--upload-buffer-mb", "30", "--export-concurrency", "4")
+	session := p.url + "/tables/sessions/redis-export"
+	// The files go into Redis from here, so that the server's memory starts from its own.
+	ctx := context.Background()
+	st, err := store.NewRedis(ctx, store.RedisOptions{URL: redis, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, _, err := st.EnsureSession(ctx, "tables", "redis-export"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		f := []store.NewFile{{Name: fmt.Sprintf("b%d.xlsx", i), Type: "xlsx", Data: xlsxOfSize(t, 24<<20)}}
+		if _, err := st.PutFiles(ctx, "tables", "redis-export", f, store.FileLimits{MaxFiles: 16, MaxSessionBytes: 100 << 20}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pid := p.cmd.Process.Pid
+	// The uploads' own peak is behind us: the high-water mark starts again from the RSS now.
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		t.Skipf("cannot reset the peak RSS: %v", err)
+	}
+	before := procKB(t, pid, "VmRSS")
+	var wg sync.WaitGroup
+	zips := make([][]byte, 4)
+	for i := range zips {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, session+"/export.zip", nil)
+			req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			zips[i], _ = io.ReadAll(resp.Body)
+		})
+	}
+	wg.Wait()
+	grew := (procKB(t, pid, "VmHWM") - before) >> 10
+	for i, z := range zips {
+		r, err := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+		if err != nil {
+			t.Fatalf("export %d does not open: %v", i, err)
+		}
+		n := 0
+		for _, f := range r.File {
+			if strings.HasPrefix(f.Name, "data/") {
+				n++
+			}
+		}
+		if n != 3 {
+			t.Errorf("export %d holds %d of the 3 files", i, n)
+		}
+	}
+	t.Logf("four exports of 3 × 24 MB from Redis grew the peak RSS by %d MB", grew)
+	if grew > 90 {
+		t.Errorf("four exports grew the peak RSS by %d MB: more than one 24 MB file at a time and a margin (90 MB)", grew)
 	}
 }
