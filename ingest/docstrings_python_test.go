@@ -40,7 +40,7 @@ var testEngine struct {
 }
 
 // pythonRunner returns the real engine, skipping without one (failing under CI=true).
-func pythonRunner(t *testing.T) engineRunner {
+func pythonRunner(t testing.TB) engineRunner {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: skipping tests that run python.wasm")
