@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -11,8 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/osc-assistant/assistant/chat"
+	"github.com/osc-assistant/assistant/chat/chattest"
+	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/ingest"
 	"github.com/osc-assistant/assistant/ingest/ingesttest"
 	"github.com/osc-assistant/assistant/knowledge"
+	"github.com/osc-assistant/assistant/store"
 )
 
 // syncCommunities writes a communities directory: hed with two repositories and a GitHub
@@ -204,5 +210,83 @@ func TestServeSyncRoutes(t *testing.T) {
 				t.Errorf("no github_hed job: %s", body)
 			}
 		}
+	}
+}
+
+// TestOpenRouterModel: the FAQ's model calls the agent's model at OpenRouter (here a fake
+// OpenAI-compatible API) with the platform key, and prices the call from the price table.
+func TestOpenRouterModel(t *testing.T) {
+	fake := chattest.NewOpenAI(func(n int, req chattest.Request) chattest.Reply {
+		return chattest.Reply{Text: []string{"0.", "85"}, Usage: [2]int{1000, 10}}
+	})
+	defer fake.Close()
+	m := &openRouterModel{key: "sk-or-platform", base: fake.URL + "/v1", prices: map[string]chat.Price{"openai/gpt-4o-mini": {InputPerMTok: 0.15, OutputPerMTok: 0.6}}}
+	text, u, err := m.Complete(context.Background(), config.Agent{Model: "openai/gpt-4o-mini"}, "", "Rate the value of this thread", 16)
+	if err != nil || text != "0.85" {
+		t.Fatalf("Complete = %q, %v", text, err)
+	}
+	if want := (1000*0.15 + 10*0.6) / 1e6; u.InputTokens != 1000 || u.OutputTokens != 10 || u.CostUSD != want {
+		t.Errorf("usage %+v, want 1000/10 tokens and $%g", u, want)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 1 || reqs[0].Body["model"] != "openai/gpt-4o-mini" || reqs[0].Header.Get("Authorization") != "Bearer sk-or-platform" ||
+		!reqs[0].Contains("Rate the value of this thread") {
+		t.Errorf("requests %+v", reqs)
+	}
+	if _, _, err := (&openRouterModel{}).Complete(context.Background(), config.Agent{Model: "x"}, "", "p", 16); !errors.Is(err, errNoOpenRouterKey) {
+		t.Errorf("without a key: %v", err)
+	}
+}
+
+// TestBudgetSpend: the FAQ's model costs are added to the community's budget totals, and once
+// the daily limit is reached the next call is refused (the run stops).
+func TestBudgetSpend(t *testing.T) {
+	mem := store.NewMemory(store.DefaultLimits(), nil, nil)
+	b := &budgetSpend{costs: mem, budget: &chat.Budget{Store: mem}}
+	set := &config.Set{Communities: []*config.Community{ // sorted by id, as Load makes them
+		{ID: "free"},
+		{ID: "hed", Budget: &config.Budget{DailyLimitUSD: 1, MonthlyLimitUSD: 10}},
+	}}
+	b.set.Store(set)
+	ctx := context.Background()
+	if err := b.spend(ctx, "hed", ingest.Usage{CostUSD: 0.6}); err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	if day, _, _ := mem.Costs(ctx, "hed"); day != 0.6 {
+		t.Errorf("recorded %v, want 0.6", day)
+	}
+	var ref *chat.RefusalError
+	if err := b.spend(ctx, "hed", ingest.Usage{CostUSD: 0.5}); !errors.As(err, &ref) {
+		t.Errorf("over the daily limit: %v, want a refusal", err)
+	}
+	if err := b.spend(ctx, "free", ingest.Usage{CostUSD: 5}); err != nil {
+		t.Errorf("a community without a budget: %v", err)
+	}
+}
+
+// TestEngineRunner: the docstring extractor runs in the real Python engine through
+// engineRunner, parsing (never running) the files it is given.
+func TestEngineRunner(t *testing.T) {
+	dir := os.Getenv("ASSISTANT_ENGINE_DIR")
+	if dir == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ASSISTANT_ENGINE_DIR is not set under CI=true")
+		}
+		t.Skip("ASSISTANT_ENGINE_DIR is not set (make engine)")
+	}
+	eng, err := openEngine(context.Background(), dir, t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(context.Background())
+	x := ingest.NewPythonExtractor(engineRunner{eng}, nil)
+	src := "\"\"\"Tools for events.\"\"\"\nimport os\nos.system('touch /tmp/never')\n\ndef onset(x):\n    \"\"\"Mark an onset.\"\"\"\n"
+	files, err := x.Docstrings(context.Background(), map[string][]byte{"pkg/events.py": []byte(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(files["pkg/events.py"])
+	if !strings.Contains(string(got), "Mark an onset.") || !strings.Contains(string(got), "Tools for events.") {
+		t.Errorf("extracted %s", got)
 	}
 }
