@@ -539,3 +539,23 @@ func TestGitHubOtherReposRunWhenOneFails(t *testing.T) {
 		t.Errorf("err %v, result %+v; want the missing repo failed and the other's 5 items stored", err, res)
 	}
 }
+
+// The fake API can share its URL with another fake (the trees API of the docstrings sync):
+// what it does not serve goes to its Fallback.
+func TestGitHubFakeFallback(t *testing.T) {
+	f := newGHFixture(t, 3, "")
+	f.api.Fallback = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"sha":"abc","tree":[],"truncated":false}`))
+	})
+	resp, err := http.Get(f.api.URL + "/repos/" + ghRepoName + "/git/trees/main?recursive=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(f.api.Requests()) != 0 {
+		t.Errorf("trees request: %d, recorded %d requests; want the fallback's 200, unrecorded", resp.StatusCode, len(f.api.Requests()))
+	}
+	if res, err := f.sync(t, ghCommunity(), false); err != nil || res.Items != 3 {
+		t.Errorf("listing beside the fallback: %+v, %v", res, err)
+	}
+}

@@ -60,7 +60,10 @@ type GitHubReply struct {
 type GitHub struct {
 	// URL is the API's base URL.
 	URL string
-	srv *httptest.Server
+	// Fallback, when set before requests arrive, answers the paths this fake does not serve
+	// (the git trees API of another fake, say), so one API URL plays both.
+	Fallback http.Handler
+	srv      *httptest.Server
 
 	mu        sync.Mutex
 	now       func() time.Time
@@ -200,8 +203,27 @@ func (g *GitHub) repo(name string) *ghRepo {
 	return r
 }
 
+// origin is the scheme and host the request reached, so the links the fake writes point
+// back at it however it is mounted.
+func origin(req *http.Request) string {
+	if req.TLS != nil {
+		return "https://" + req.Host
+	}
+	return "http://" + req.Host
+}
+
+// ServeHTTP answers as the fake API, so a test can mount it in a server of its own (beside
+// another fake's routes under one API URL).
+func (g *GitHub) ServeHTTP(w http.ResponseWriter, req *http.Request) { g.serve(w, req) }
+
 func (g *GitHub) serve(w http.ResponseWriter, req *http.Request) {
 	g.mu.Lock()
+	fallback := g.Fallback
+	if _, ok := g.route(req.URL.Path); !ok && fallback != nil {
+		g.mu.Unlock()
+		fallback.ServeHTTP(w, req)
+		return
+	}
 	defer g.mu.Unlock()
 	rec := GitHubRequest{
 		Path: req.URL.Path, Query: req.URL.RawQuery,
@@ -360,7 +382,7 @@ func (g *GitHub) links(req *http.Request, r *ghRepo, page, last int) string {
 	at := func(p int) string {
 		q := req.URL.Query()
 		q.Set("page", strconv.Itoa(p))
-		return fmt.Sprintf("<%s/repositories/%d/issues?%s>", g.URL, r.id, q.Encode())
+		return fmt.Sprintf("<%s/repositories/%d/issues?%s>", origin(req), r.id, q.Encode())
 	}
 	var parts []string
 	if page > 1 {
@@ -377,7 +399,7 @@ func (g *GitHub) links(req *http.Request, r *ghRepo, page, last int) string {
 
 // issueJSON is the issue as the REST API writes it.
 func (g *GitHub) issueJSON(req *http.Request, r *ghRepo, is *Issue) map[string]any {
-	api := fmt.Sprintf("%s/repos/%s", g.URL, r.name)
+	api := fmt.Sprintf("%s/repos/%s", origin(req), r.name)
 	web := "https://github.com/" + r.name
 	kind := "issues"
 	if is.PR {
@@ -386,7 +408,7 @@ func (g *GitHub) issueJSON(req *http.Request, r *ghRepo, is *Issue) map[string]a
 	user := map[string]any{
 		"login": is.User, "id": 583231, "node_id": "MDQ6VXNlcjU4MzIzMQ==",
 		"avatar_url": "https://avatars.githubusercontent.com/u/583231?v=4", "gravatar_id": "",
-		"url": g.URL + "/users/" + url.PathEscape(is.User), "html_url": "https://github.com/" + url.PathEscape(is.User),
+		"url": origin(req) + "/users/" + url.PathEscape(is.User), "html_url": "https://github.com/" + url.PathEscape(is.User),
 		"type": "User", "site_admin": false,
 	}
 	labels := []map[string]any{}
