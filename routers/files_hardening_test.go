@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,7 +32,8 @@ func newFilesServerWith(t *testing.T, st SessionFiles, up config.Uploads, files 
 			c.Runtime.Python.Uploads = up
 		}
 	}
-	s, err := New(Deps{Settings: Settings{Deployment: config.Production, DefaultModel: "scripted/demo", Files: files},
+	_, loopback, _ := net.ParseCIDR("127.0.0.1/32") // each request may name its client
+	s, err := New(Deps{Settings: Settings{Deployment: config.Production, DefaultModel: "scripted/demo", Files: files, TrustedProxies: []*net.IPNet{loopback}},
 		Getenv: func(string) string { return "" }, Communities: set, Artifacts: st, Files: st})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +172,8 @@ func TestUploadBuffer(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	ct, small := multipartBody(t, filePart("b.csv", bytes.Repeat([]byte("x"), 200<<10)))
-	resp, b := fs.send(t, http.MethodPost, "/nemar/sessions/b/files", ct, bytes.NewReader(small))
+	other := []string{"X-Forwarded-For", "198.51.100.1"} // not the held upload's client
+	resp, b := fs.send(t, http.MethodPost, "/nemar/sessions/b/files", ct, bytes.NewReader(small), other...)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != busyRetrySeconds || detail(t, b) != errUploadsBusy.detail {
 		t.Errorf("an upload past the buffer: %d %q %s, want 503 with a Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), b)
 	}
@@ -178,7 +181,7 @@ func TestUploadBuffer(t *testing.T) {
 		t.Errorf("the refused upload was read: %d bytes", n)
 	}
 	// Of unknown length, an upload reserves the whole buffer (smaller than its cap): refused too.
-	resp, _ = fs.send(t, http.MethodPost, "/nemar/sessions/c/files", ct, io.MultiReader(bytes.NewReader(small)))
+	resp, _ = fs.send(t, http.MethodPost, "/nemar/sessions/c/files", ct, io.MultiReader(bytes.NewReader(small)), other...)
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("a chunked upload while the buffer is held: %d, want 503", resp.StatusCode)
 	}
@@ -190,10 +193,10 @@ func TestUploadBuffer(t *testing.T) {
 		t.Fatalf("the held upload: %+v", r)
 	}
 	// Released: both fit now.
-	if resp, b := fs.send(t, http.MethodPost, "/nemar/sessions/b/files", ct, bytes.NewReader(small)); resp.StatusCode != http.StatusOK {
+	if resp, b := fs.send(t, http.MethodPost, "/nemar/sessions/b/files", ct, bytes.NewReader(small), other...); resp.StatusCode != http.StatusOK {
 		t.Errorf("after the held upload: %d %s", resp.StatusCode, b)
 	}
-	if resp, b := fs.send(t, http.MethodPost, "/nemar/sessions/c/files", ct, io.MultiReader(bytes.NewReader(small))); resp.StatusCode != http.StatusOK {
+	if resp, b := fs.send(t, http.MethodPost, "/nemar/sessions/c/files", ct, io.MultiReader(bytes.NewReader(small)), other...); resp.StatusCode != http.StatusOK {
 		t.Errorf("a chunked upload after the held one: %d %s", resp.StatusCode, b)
 	}
 	// Larger than the whole buffer (within the community's 2 MB): 413, declared or not.
