@@ -190,7 +190,9 @@ func (j *Jobs) Start(ctx context.Context, communities []*config.Community, syncT
 	}
 	select {
 	case j.queue <- &queuedJob{job: job, comms: comms}:
-	default: // filled meanwhile by another request
+	default: // filled meanwhile by another request: the record says so rather than "queued"
+		job.Status, job.Message, job.FinishedAt = "failed", "Sync failed: "+ErrJobQueueFull.Error(), jobTime(j.now())
+		j.save(j.log, job)
 		return Job{}, ErrJobQueueFull
 	}
 	return job, nil
