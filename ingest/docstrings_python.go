@@ -98,13 +98,14 @@ func (x *PythonExtractor) Docstrings(ctx context.Context, files map[string][]byt
 	}
 	slices.Sort(paths)
 	out := make(map[string]PyFile, len(files))
+	runs := &extractorRuns{}
 	for len(paths) > 0 {
 		n, size := 0, 0
 		for n < len(paths) && n < extractorBatchFiles && (n == 0 || size+len(files[paths[n]]) <= extractorBatchBytes) {
 			size += len(files[paths[n]])
 			n++
 		}
-		if err := x.batch(ctx, paths[:n], files, out); err != nil {
+		if err := x.batch(ctx, runs, paths[:n], files, out); err != nil {
 			return out, err
 		}
 		paths = paths[n:]
@@ -112,26 +113,39 @@ func (x *PythonExtractor) Docstrings(ctx context.Context, files map[string][]byt
 	return out, nil
 }
 
+// extractorRuns counts one Docstrings call's runs: a runner that fails every run (the engine
+// is gone, every run times out) ends the call rather than halving every batch down to its
+// files.
+type extractorRuns struct{ ok, failed int }
+
+// maxFailedRuns is how many runs may fail before any succeeds.
+const maxFailedRuns = 8
+
 // batch parses paths, splitting it when a run fails, and runs again for the files a run left
 // out for want of output budget.
-func (x *PythonExtractor) batch(ctx context.Context, paths []string, files map[string][]byte, out map[string]PyFile) error {
+func (x *PythonExtractor) batch(ctx context.Context, runs *extractorRuns, paths []string, files map[string][]byte, out map[string]PyFile) error {
 	for len(paths) > 0 {
 		got, err := x.run(ctx, paths, files)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
+			runs.failed++
+			if runs.ok == 0 && runs.failed >= maxFailedRuns {
+				return fmt.Errorf("the Python extractor failed on its first %d runs: %w", runs.failed, err)
+			}
 			if len(paths) == 1 {
 				x.log.Warn("docstrings: the Python extractor failed on a file", "file", paths[0], "error", err)
 				out[paths[0]] = PyFile{Failed: "the parser failed on it: " + err.Error()}
 				return nil
 			}
 			half := len(paths) / 2
-			if err := x.batch(ctx, paths[:half], files, out); err != nil {
+			if err := x.batch(ctx, runs, paths[:half], files, out); err != nil {
 				return err
 			}
-			return x.batch(ctx, paths[half:], files, out)
+			return x.batch(ctx, runs, paths[half:], files, out)
 		}
+		runs.ok++
 		for i, f := range got {
 			out[paths[i]] = f
 		}

@@ -292,3 +292,27 @@ func FuzzExtractorOutput(f *testing.F) {
 		}
 	})
 }
+
+// brokenRunner fails every run, as a runner whose engine is gone does.
+type brokenRunner struct{ runs atomic.Int32 }
+
+func (b *brokenRunner) Run(context.Context, string, map[string][]byte) (string, error) {
+	b.runs.Add(1)
+	return "", errors.New("sandbox: the engine is closed")
+}
+
+func TestPythonExtractorGivesUp(t *testing.T) {
+	files := map[string][]byte{}
+	for i := range 200 {
+		files[fmt.Sprintf("f%03d.py", i)] = []byte("x = 1\n")
+	}
+	b := &brokenRunner{}
+	_, err := NewPythonExtractor(b, nil).Docstrings(context.Background(), files)
+	if err == nil || !strings.Contains(err.Error(), "the engine is closed") {
+		t.Fatalf("err = %v", err)
+	}
+	// Not the hundreds of runs halving every batch down to its files would take.
+	if n := b.runs.Load(); n != maxFailedRuns {
+		t.Errorf("%d runs, want %d", n, maxFailedRuns)
+	}
+}
