@@ -50,12 +50,20 @@ func (e *FailedError) Error() string {
 		parts = append(parts, e.Err.Error())
 	}
 	for _, f := range e.Failed {
-		parts = append(parts, f.Source+": "+f.Err.Error())
+		// A source's error often names its first failure already.
+		one := f.Source + ": " + f.Err.Error()
+		if e.Err == nil || !strings.Contains(parts[0], one) {
+			parts = append(parts, one)
+		}
 	}
 	return strings.Join(parts, "; ")
 }
 
 func (e *FailedError) Unwrap() error { return e.Err }
+
+// maxLastError bounds the last error a job's state keeps (for /health/communities): it is
+// built from outside text (an API's message, URLs).
+const maxLastError = 2000
 
 // JobID is a sync job's id, {type}_{community} (knowledge.md §6.1).
 func JobID(syncType, community string) string { return syncType + "_" + community }
@@ -284,7 +292,7 @@ func (r *Runner) finish(log *slog.Logger, community, syncType string, start time
 		st.LastSuccess, st.ConsecutiveFailures, st.LastError = start, 0, ""
 	} else {
 		st.ConsecutiveFailures++
-		st.LastError = err.Error()
+		st.LastError = clipError(err.Error(), maxLastError)
 	}
 	n := st.ConsecutiveFailures
 	r.mu.Unlock()

@@ -356,3 +356,31 @@ func runWaitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestFailedErrorText: a source's error that already names its first failure is not repeated.
+func TestFailedErrorText(t *testing.T) {
+	first := SourceError{Source: "org/a", Err: errors.New("HTTP 500")}
+	second := SourceError{Source: "org/b", Err: errors.New("HTTP 404")}
+	e := &FailedError{Failed: []SourceError{first, second}, Err: fmt.Errorf("github: 2 of 2 repositories failed: org/a: %w", first.Err)}
+	if got, want := e.Error(), "github: 2 of 2 repositories failed: org/a: HTTP 500; org/b: HTTP 404"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if got, want := (&FailedError{Failed: []SourceError{first, second}}).Error(), "org/a: HTTP 500; org/b: HTTP 404"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
+
+// TestRunnerLastErrorBounded: an error of any length is kept cut (it reaches
+// /health/communities).
+func TestRunnerLastErrorBounded(t *testing.T) {
+	st, dir := newRunStore(t)
+	src := &runSource{typ: TypeGitHub, sync: func(context.Context, *config.Community, RunOptions) (Result, error) {
+		return Result{}, errors.New(strings.Repeat("é", 100000))
+	}}
+	r, _ := NewRunner(RunnerOptions{Sources: map[string]Source{TypeGitHub: src}, Store: st, Leases: &FileLeaser{Dir: dir}})
+	r.Run(context.Background(), runCommunity("hed"), TypeGitHub, false, nil)
+	s, _ := r.State(JobID(TypeGitHub, "hed"))
+	if n := len([]rune(s.LastError)); n > maxLastError+1 || n < maxLastError {
+		t.Errorf("last error of %d characters, want %d and a mark", n, maxLastError)
+	}
+}
