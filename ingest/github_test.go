@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -557,5 +558,23 @@ func TestGitHubFakeFallback(t *testing.T) {
 	}
 	if res, err := f.sync(t, ghCommunity(), false); err != nil || res.Items != 3 {
 		t.Errorf("listing beside the fallback: %+v, %v", res, err)
+	}
+}
+
+func TestGitHubWarnsWhenFewRequestsAreLeft(t *testing.T) {
+	for _, tc := range []struct {
+		remaining int
+		warn      bool
+	}{{9, true}, {500, false}} {
+		f := newGHFixture(t, 5, "")
+		var logs strings.Builder
+		f.src.log = slog.New(slog.NewTextHandler(&logs, nil))
+		f.api.SetRateLimit(5000, tc.remaining+1, f.clk.Now().Add(time.Hour))
+		if _, err := f.sync(t, ghCommunity(), false); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(logs.String(), "level=WARN msg=\"github sync: rate limit nearly used\"") && strings.Contains(logs.String(), fmt.Sprintf("remaining=%d", tc.remaining)); got != tc.warn {
+			t.Errorf("%d left: warned %v, want %v; log %q", tc.remaining, got, tc.warn, logs.String())
+		}
 	}
 }
