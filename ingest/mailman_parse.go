@@ -180,7 +180,7 @@ func parseMailmanIndex(page []byte) []mailmanVolume {
 	}
 }
 
-// mailmanVolumeDir is the volume directory a relative link points into, "" and false otherwise.
+// mailmanVolumeDir is the volume directory a relative link points into, or "" and false.
 func mailmanVolumeDir(href string) (string, bool) {
 	dir, _, ok := strings.Cut(strings.TrimSpace(href), "/")
 	if !ok || dir == "" || strings.ContainsAny(dir, ":?#%\\") {
@@ -458,8 +458,8 @@ func isListTag(t string) bool {
 	return t != ""
 }
 
-// mailmanThreadIDs assigns each entry its thread (§6.9): the first entry with a normalised subject
-// is its thread's root, and the thread id is the root's message id.
+// mailmanThreadIDs assigns each entry its thread (§6.9): the first entry with a normalised
+// subject is its thread's root, and the thread id is the root's message id.
 func mailmanThreadIDs(entries []mailmanEntry) map[string]string {
 	roots := map[string]string{}
 	out := make(map[string]string, len(entries))
