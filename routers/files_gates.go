@@ -124,17 +124,36 @@ func newByteBudget(total, share int64) *byteBudget {
 	return &byteBudget{total: total, share: share, byClient: make(map[string]int64), freed: make(chan struct{})}
 }
 
+// grant is bytes taken from a byteBudget; release gives them back (it may be called more
+// than once) and shrink gives back what is more than n.
+type grant struct {
+	b      *byteBudget
+	client string
+	mu     sync.Mutex
+	n      int64
+}
+
+func (g *grant) release() { g.shrink(0) }
+
+func (g *grant) shrink(n int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n < g.n {
+		g.b.give(g.client, g.n-n)
+		g.n = n
+	}
+}
+
 // reserve takes n bytes for client ("" is no client: not bounded by a share), or answers
-// errBudgetFull or errShareFull when they are not free now. release gives them back; it may be
-// called more than once.
-func (b *byteBudget) reserve(client string, n int64) (release func(), err error) {
+// errShareFull or errBudgetFull when they are not free now.
+func (b *byteBudget) reserve(client string, n int64) (*grant, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.take(client, n)
 }
 
 // take is reserve with b.mu held.
-func (b *byteBudget) take(client string, n int64) (func(), error) {
+func (b *byteBudget) take(client string, n int64) (*grant, error) {
 	held := b.byClient[client]
 	switch {
 	case client != "" && held > 0 && held+n > b.share:
@@ -146,8 +165,7 @@ func (b *byteBudget) take(client string, n int64) (func(), error) {
 	if client != "" {
 		b.byClient[client] = held + n
 	}
-	var once sync.Once
-	return func() { once.Do(func() { b.give(client, n) }) }, nil
+	return &grant{b: b, client: client, n: n}, nil
 }
 
 func (b *byteBudget) give(client string, n int64) {
@@ -165,14 +183,14 @@ func (b *byteBudget) give(client string, n int64) {
 
 // wait takes n bytes (no more than the whole budget), waiting for room until ctx ends. It
 // belongs to no client: what it is for (an export) is bounded per client elsewhere.
-func (b *byteBudget) wait(ctx context.Context, n int64) (release func(), err error) {
+func (b *byteBudget) wait(ctx context.Context, n int64) (*grant, error) {
 	n = min(n, b.total)
 	b.mu.Lock()
 	for {
-		release, err := b.take("", n)
+		g, err := b.take("", n)
 		if err == nil {
 			b.mu.Unlock()
-			return release, nil
+			return g, nil
 		}
 		freed := b.freed
 		b.waiting++

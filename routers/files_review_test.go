@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -566,5 +567,81 @@ func TestClientBytesWarning(t *testing.T) {
 				t.Errorf("after a reload: %d warnings, want warn=%v", got, tc.warn)
 			}
 		})
+	}
+}
+
+// TestByteBudget: a reservation is all or nothing; a client holds at most the share beside its
+// first reservation, which may be as large as what is free; "" is no client; a grant is given
+// back once however often it is released, and in part by shrink; wait takes its bytes once
+// room is made, or gives up with its context.
+func TestByteBudget(t *testing.T) {
+	b := newByteBudget(100, 25)
+	steps := []struct {
+		client string
+		n      int64
+		want   error
+	}{
+		{"a", 60, nil},           // a's first: larger than the share
+		{"a", 1, errShareFull},   // a holds more than its share already
+		{"b", 20, nil},           // b's first
+		{"b", 5, nil},            // b up to its share
+		{"b", 1, errShareFull},   // b past it
+		{"c", 16, errBudgetFull}, // 85 taken: 16 do not fit
+		{"", 15, nil},            // no client: no share
+	}
+	var grants []*grant
+	for i, st := range steps {
+		g, err := b.reserve(st.client, st.n)
+		if !errors.Is(err, st.want) {
+			t.Fatalf("step %d: reserve(%q, %d) = %v, want %v", i, st.client, st.n, err, st.want)
+		}
+		if g != nil {
+			grants = append(grants, g)
+		}
+	}
+	if b.used != 100 || b.byClient["a"] != 60 || b.byClient["b"] != 25 || len(b.byClient) != 2 {
+		t.Fatalf("used %d, by client %v", b.used, b.byClient)
+	}
+	grants[0].shrink(10) // a keeps 10
+	grants[0].shrink(20) // growing is not shrinking
+	grants[1].release()
+	grants[1].release()
+	if b.used != 30 || b.byClient["a"] != 10 || b.byClient["b"] != 5 {
+		t.Fatalf("after shrink and release: used %d, by client %v", b.used, b.byClient)
+	}
+	// wait: 80 do not fit beside 30 until the 15 of no client and a's 10 go.
+	got := make(chan error, 1)
+	go func() {
+		g, err := b.wait(context.Background(), 80)
+		if err == nil {
+			g.release()
+		}
+		got <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		b.mu.Lock()
+		w := b.waiting
+		b.mu.Unlock()
+		if w == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("wait did not wait")
+		}
+	}
+	grants[3].release()
+	grants[0].release()
+	if err := <-got; err != nil {
+		t.Fatalf("wait once room was made: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.wait(ctx, 100); !errors.Is(err, context.Canceled) {
+		t.Errorf("wait with its context ended: %v", err)
+	}
+	// More than the whole budget is clipped to it: once the last holder (b's 5) goes.
+	grants[2].release()
+	if g, err := b.wait(context.Background(), 1000); err != nil || g.n != 100 {
+		t.Errorf("wait for more than the total: %v, %+v", err, g)
 	}
 }

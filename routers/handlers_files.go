@@ -154,11 +154,11 @@ func (s *Server) uploadFiles(c echo.Context) error {
 		want = req.ContentLength
 	}
 	client := requestClient(c)
-	release, err := s.files.buffer.reserve(client, want)
+	held, err := s.files.buffer.reserve(client, want)
 	if err != nil {
 		return s.unread(c, busy(c, uploadRefusal(err)))
 	}
-	defer release()
+	defer held.release()
 	paced := newPacedBody(req.Body, readDeadline(c), time.Now, s.files.bodyWindow, bodyStep)
 	body := &countingReader{r: http.MaxBytesReader(c.Response(), io.NopCloser(paced), want)}
 	left := func() int64 { return want - body.n }
@@ -586,8 +586,8 @@ type viewCopier interface{ ViewsCopy() bool }
 
 // exportSource reads an export's files from the store as the zip is written, without copies.
 // With a budget, each file's bytes are reserved from it before they are read (a data file's
-// listed size; a run's file at most limits.MaxSavedFileBytes) and given back when the next
-// file is read, or at done.
+// listed size; a run's file its cap, limits.MaxSavedFileBytes, until it is read) and given
+// back when the next file is read, or at done.
 type exportSource struct {
 	ctx            context.Context // the request's: the export ends with it
 	fs             SessionFiles
@@ -595,14 +595,18 @@ type exportSource struct {
 	sizes          map[string]int64 // the data files' listed sizes
 	budget         *byteBudget
 	roomWait       time.Duration
-	release        func() // the reservation of the file being written
+	held           *grant // the bytes of the file being written
 }
 
 func (e *exportSource) RunFile(callID, path string) ([]byte, error) {
 	if err := e.reserve(int64(limits.MaxSavedFileBytes)); err != nil {
 		return nil, err
 	}
-	return gone(e.fs.ViewArtifact(e.ctx, e.community, e.sid, callID, path))
+	b, err := gone(e.fs.ViewArtifact(e.ctx, e.community, e.sid, callID, path))
+	if e.held != nil {
+		e.held.shrink(int64(len(b))) // most saved files are far below the cap
+	}
+	return b, err
 }
 
 func (e *exportSource) DataFile(name string) ([]byte, error) {
@@ -621,19 +625,19 @@ func (e *exportSource) reserve(n int64) error {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, e.roomWait)
 	defer cancel()
-	release, err := e.budget.wait(ctx, n)
+	g, err := e.budget.wait(ctx, n)
 	if err != nil {
 		return fmt.Errorf("waiting %v for room to read an export's file of %d bytes: %w", e.roomWait, n, err)
 	}
-	e.release = release
+	e.held = g
 	return nil
 }
 
 // done gives back the bytes of the file being written.
 func (e *exportSource) done() {
-	if e.release != nil {
-		e.release()
-		e.release = nil
+	if e.held != nil {
+		e.held.release()
+		e.held = nil
 	}
 }
 
