@@ -491,7 +491,9 @@ func (d *Docstrings) download(ctx context.Context, repo, branch string, chunk []
 	slots := make(chan struct{}, rawFetches)
 	for _, f := range chunk {
 		if f.size > maxSourceFileBytes {
+			mu.Lock() // the downloads under way write to out too
 			out[f.path] = fileContent{err: &TooLargeError{URL: f.path, Limit: maxSourceFileBytes}}
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
