@@ -332,15 +332,16 @@ func TestThreadsAndStatuses(t *testing.T) {
 	var statuses map[string]SummaryStatus
 	at := time.Date(2025, 6, 2, 2, 0, 3, 123456000, time.UTC)
 	update(t, st, "c", func(tx *Tx) error {
-		// Inserted out of order; 99999 sorts after 100000 as text but before it as a number.
-		if _, err := tx.UpsertMessages([]Message{m("100000", "099999"), m("099999", "099999"), m("100001", ""), m("100002", "100000"),
+		// Inserted out of order; 99999 sorts after 100000 as text but before it as a number
+		// (pipermail numbers gain a digit as an archive grows).
+		if _, err := tx.UpsertMessages([]Message{m("100000", "99999"), m("99999", "99999"), m("100001", ""), m("100002", "100000"),
 			{List: "other", MessageID: "1", Subject: "s", Date: "d", URL: "u", Year: 2024}}); err != nil {
 			return err
 		}
-		if err := tx.SetSummaryStatus([]SummaryStatus{{List: "l", ThreadID: "099999", Status: "skipped", FailureReason: "Quality score 0.20 below threshold", Tokens: 10, Cost: 0.5, AttemptedAt: at}}); err != nil {
+		if err := tx.SetSummaryStatus([]SummaryStatus{{List: "l", ThreadID: "99999", Status: "skipped", FailureReason: "Quality score 0.20 below threshold", Tokens: 10, Cost: 0.5, AttemptedAt: at}}); err != nil {
 			return err
 		}
-		if err := tx.SetSummaryStatus([]SummaryStatus{{List: "l", ThreadID: "100001", Status: "failed"}, {List: "l", ThreadID: "099999", Status: "skipped", FailureReason: "again", AttemptedAt: at}}); err != nil {
+		if err := tx.SetSummaryStatus([]SummaryStatus{{List: "l", ThreadID: "100001", Status: "failed"}, {List: "l", ThreadID: "99999", Status: "skipped", FailureReason: "again", AttemptedAt: at}}); err != nil {
 			return err
 		}
 		var err error
@@ -358,11 +359,11 @@ func TestThreadsAndStatuses(t *testing.T) {
 		}
 		got = append(got, th.ThreadID+":"+strings.Join(ids, ","))
 	}
-	want := []string{"099999:099999,100000", "100001:100001", "100000:100002"}
+	want := []string{"99999:99999,100000", "100001:100001", "100000:100002"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("threads %v, want %v", got, want)
 	}
-	if s := statuses["099999"]; s.Status != "skipped" || s.FailureReason != "again" || s.Tokens != 0 || !s.AttemptedAt.Equal(at) {
+	if s := statuses["99999"]; s.Status != "skipped" || s.FailureReason != "again" || s.Tokens != 0 || !s.AttemptedAt.Equal(at) {
 		t.Errorf("status %+v, want the second write's", s)
 	}
 	if s := statuses["100001"]; s.Status != "failed" || s.AttemptedAt.IsZero() || len(statuses) != 2 {
