@@ -151,8 +151,9 @@ func (p *Papers) Sync(ctx context.Context, c *config.Community, _ RunOptions, pr
 		sources = append(sources, searcher{"semanticscholar", p.s2.search, p.SemanticScholarPause})
 	}
 	if p.pm != nil {
-		p.pm.pause = p.PubMedPause
-		sources = append(sources, searcher{"pubmed", p.pm.search, 0})
+		pm := *p.pm // a copy: runs of other communities may be under way
+		pm.pause = p.PubMedPause
+		sources = append(sources, searcher{"pubmed", pm.search, 0})
 	}
 	for _, q := range c.Citations.Queries {
 		for _, s := range sources {

@@ -441,3 +441,22 @@ func TestRebuildAbstract(t *testing.T) {
 		})
 	}
 }
+
+func TestPapersConcurrentCommunities(t *testing.T) {
+	srv := newPaperServers(t)
+	st := paperStore(t)
+	p := srv.papers(st, newPClock(), true)
+	var wg sync.WaitGroup
+	for _, id := range []string{"a", "b", "c"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := hedCommunity()
+			c.ID = id
+			if res, err := p.Sync(context.Background(), c, RunOptions{}, nil); err != nil || len(res.Failed) != 0 || res.Items != 9 {
+				t.Errorf("%s: %v %+v", id, err, res)
+			}
+		}()
+	}
+	wg.Wait()
+}
