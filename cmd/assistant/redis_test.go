@@ -74,8 +74,10 @@ func TestTwoReplicasShareRedis(t *testing.T) {
 	if ok != 1 {
 		t.Fatalf("statuses %v: want exactly one 200", codes)
 	}
+	// The session goes on: the offline model answers a plain question (from the community's
+	// documentation), with no call left parked.
 	_, evs = a.chat(t, "nemar", map[string]any{"message": "done?", "session_id": sid})
-	if got := compactKinds(evs); got != "session content+ done" {
+	if got := compactKinds(evs); !strings.HasPrefix(got, "session ") || !strings.HasSuffix(got, " done") || strings.Contains(got, "tool_request") {
 		t.Fatalf("after the race: %q", got)
 	}
 }
