@@ -74,8 +74,9 @@ func serve(t *testing.T, env []string, args ...string) *process {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	// Each process gets its own data directory (the knowledge store), never the user's,
-	// unless the test names one.
-	cmd.Env = append(append(os.Environ(), "ASSISTANT_DATA_DIR="+t.TempDir()), env...)
+	// unless the test names one,
+	// and no scheduled sync reaches a real API unless the test turns syncing on.
+	cmd.Env = append(append(os.Environ(), "ASSISTANT_DATA_DIR="+t.TempDir(), "ASSISTANT_SYNC_ENABLED=false"), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -325,6 +325,7 @@ func buildServer(ctx context.Context, s serveSettings, getenv func(string) strin
 		return nil, nil, err
 	}
 	cleanups = append(cleanups, syncs.Close)
+	docs.src.live = syncs.liveSearch()
 
 	models := &chat.Models{Getenv: getenv, Default: s.defaultModel}
 	spent := chat.BudgetMetric()

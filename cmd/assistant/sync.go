@@ -119,6 +119,18 @@ func buildSources(d sourceDeps) (map[string]ingest.Source, error) {
 	return out, nil
 }
 
+// liveSearch is search_{id}_papers_live over the papers source's live OpenAlex search (nil
+// without one).
+func (s *syncService) liveSearch() liveSearch {
+	if s == nil || s.papers == nil {
+		return nil
+	}
+	return func(ctx context.Context, query string, limit int) (string, error) {
+		papers, err := s.papers.LiveSearch(ctx, query, limit)
+		return ingest.LiveText(query, papers, err), err
+	}
+}
+
 // engineRunner runs the docstring extractor in the server's Python engine: the files it parses
 // are mounted as data and never run (ingest.PythonRunner).
 type engineRunner struct{ eng *sandbox.Engine }
@@ -214,7 +226,9 @@ func (b *budgetSpend) spend(ctx context.Context, community string, u ingest.Usag
 // syncService is serve's syncs: the runner of every source, the scheduler (when enabled),
 // the trigger's jobs, applied to every set a load or reload gives.
 type syncService struct {
-	store  *knowledge.Store
+	store *knowledge.Store
+	// papers is the papers source, whose live search search_{id}_papers_live calls.
+	papers *ingest.Papers
 	runner *ingest.Runner
 	sched  *ingest.Scheduler
 	jobs   *ingest.Jobs
@@ -252,7 +266,8 @@ func newSyncService(o syncServiceOptions) (*syncService, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &syncService{store: o.sources.store, runner: runner, spend: spend, log: o.sources.log,
+	papers, _ := sources[ingest.TypePapers].(*ingest.Papers)
+	s := &syncService{store: o.sources.store, papers: papers, runner: runner, spend: spend, log: o.sources.log,
 		jobs: ingest.NewJobs(ingest.JobsOptions{Runner: runner, Store: jobStore, Logger: o.sources.log, Now: o.now})}
 	if o.settings.enabled {
 		s.sched = ingest.NewScheduler(ingest.SchedulerOptions{Runner: runner, Populated: ingest.StorePopulated(o.sources.store), Logger: o.sources.log})
