@@ -103,7 +103,8 @@ func buildSources(d sourceDeps) (map[string]ingest.Source, error) {
 	papers := ingest.NewPapers(ingest.PapersOptions{Store: d.store, OpenAlexURL: d.env.openAlex, SemanticScholarURL: d.env.semanticScholar,
 		PubMedURL: d.env.pubMed, OpenAlexEmail: d.env.openAlexEmail, OpenAlexKey: d.env.openAlexKey,
 		SemanticScholarKey: d.env.semanticScholarKey, PubMedKey: d.env.pubMedKey, Logger: d.log})
-	do := ingest.DocstringsOptions{Store: d.store, APIURL: d.env.githubAPI, RawURL: d.env.githubRaw, Token: d.env.githubToken, Logger: d.log}
+	do := ingest.DocstringsOptions{Store: d.store, APIURL: d.env.githubAPI, RawURL: d.env.githubRaw, Token: d.env.githubToken,
+		CacheDir: filepath.Join(d.dataDir, "docstrings"), Logger: d.log}
 	if d.python != nil {
 		do.Python = ingest.NewPythonExtractor(d.python, d.log)
 	}
