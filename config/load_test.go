@@ -111,7 +111,7 @@ func TestFullConfigNotices(t *testing.T) {
 		t.Fatal(err)
 	}
 	notices := unusedSections("full.yaml", c)
-	want := "accepted, not used by this backend yet: github, citations, discourse, mailman, docstrings, faq_generation, public_feeds, sync, notebook, extensions.python_plugins"
+	want := "accepted, not used by this backend yet: sync.beps, notebook, extensions.python_plugins"
 	if len(notices) != 1 || notices[0].Msg != want {
 		t.Fatalf("notices = %+v\nwant %q", notices, want)
 	}

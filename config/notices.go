@@ -9,9 +9,9 @@ import (
 	"github.com/osc-assistant/assistant/limits"
 )
 
-// unusedSections names the reference's knowledge-sync sections a community sets: this backend
-// accepts and validates them, so a reference config loads unchanged, but does not use them yet
-// (documentation is used: the knowledge store; the synced sources are not).
+// unusedSections names the reference's sections a community sets that this backend accepts
+// and validates, so a reference config loads unchanged, but does not use: the knowledge
+// sections are all used (the knowledge store and the syncs), except the BIDS-only BEP sync.
 func unusedSections(file string, c *Community) []Notice {
 	var names []string
 	add := func(set bool, name string) {
@@ -19,14 +19,7 @@ func unusedSections(file string, c *Community) []Notice {
 			names = append(names, name)
 		}
 	}
-	add(c.GitHub != nil, "github")
-	add(c.Citations != nil, "citations")
-	add(len(c.Discourse) > 0, "discourse")
-	add(len(c.Mailman) > 0, "mailman")
-	add(c.Docstrings != nil, "docstrings")
-	add(c.FAQGeneration != nil, "faq_generation")
-	add(c.PublicFeeds != nil, "public_feeds")
-	add(c.Sync != nil, "sync")
+	add(c.Sync != nil && c.Sync.BEPs != nil, "sync.beps")
 	add(c.Notebook != nil, "notebook")
 	add(c.Extensions != nil && len(c.Extensions.PythonPlugins) > 0, "extensions.python_plugins")
 	if len(names) == 0 {

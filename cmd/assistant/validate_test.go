@@ -59,7 +59,7 @@ func TestValidateShipped(t *testing.T) {
 	for _, want := range []string{
 		"bids: no client tools\n",
 		"nemar: client tools execute_code; Pyodide 0.29.5, 4 preloaded; differs per deployment: runtime.python.fetch_allow, runtime.python.prelude, extensions.mcp_servers[0].url\n",
-		"communities/hed/config.yaml: notice: accepted, not used by this backend yet: github, citations, sync\n",
+		"communities/nemar/config.yaml: notice: accepted, not used by this backend yet: notebook\n",
 		"3 communities valid\n",
 	} {
 		if !strings.Contains(stdout, want) {
