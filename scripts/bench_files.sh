@@ -14,8 +14,11 @@
 # which sends Expect: 100-continue). Exports: one session holds a 48 MB CSV and a 48 MB
 # workbook of incompressible bytes; N clients GET its export.zip at once, then one alone. The
 # exports are measured once more with this tree and ASSISTANT_EXPORT_CONCURRENCY=N, so that
-# every one of the N is written: what streaming without copies costs, without the limit.
-# Everything runs on 127.0.0.1.
+# every one of the N is written: what streaming without copies costs, without the limit. Then
+# the exports again with the session in Redis (a redis-server of the script's own, when
+# redis-server is installed), whose every read is a copy: both binaries, and this tree with
+# ASSISTANT_EXPORT_CONCURRENCY=N, where the upload buffer (256 MB, the session file bytes in
+# memory) is what bounds the files the N exports hold at once. Everything runs on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE=${1:-eaadede}
@@ -26,6 +29,7 @@ done
 
 work=$(mktemp -d)
 pids=()
+redis_url="" redis_pid=""
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
@@ -76,15 +80,16 @@ EOF
 
 export ASSISTANT_UPLOAD_CLIENT_MB=128
 
-# start BIN: runs it, sets url and pid.
+# start BIN [ARG...]: runs it with the common flags and ARGs, sets url and pid.
 start() {
-	local out=$work/out.$RANDOM
-	"$1" serve --addr 127.0.0.1:0 --communities "$work/communities" --rate-limits chat_minute=0,chat_hour=0,resume_minute=0,resume_hour=0 \
-		--trusted-proxies 127.0.0.1/32 --log-format json --access-log off >"$out" 2>"$out.err" &
+	local out=$work/out.$RANDOM bin=$1
+	shift
+	"$bin" serve --addr 127.0.0.1:0 --communities "$work/communities" --rate-limits chat_minute=0,chat_hour=0,resume_minute=0,resume_hour=0 \
+		--trusted-proxies 127.0.0.1/32 --log-format json --access-log off "$@" >"$out" 2>"$out.err" &
 	pid=$!
 	pids+=("$pid")
 	for _ in $(seq 100); do
-		url=$(grep -o 'http://[^ ]*' "$out" 2>/dev/null | head -1 || true)
+		url=$(grep -o 'http://[^ "]*' "$out" 2>/dev/null | head -1 || true)
 		[ -n "$url" ] && break
 		sleep 0.1
 	done
@@ -125,27 +130,32 @@ measure_uploads() {
 		curl -s -o /dev/null -w '%{http_code} %{time_total}\n' -H "X-Forwarded-For: 198.51.100.$i" \
 			-F file=@"$work/big.csv" "$url/tables/sessions/up-$i/files" >>"$work/up.$name" &
 	done
-	wait $(jobs -p | grep -v "^$pid\$") 2>/dev/null || true
+	wait $(jobs -p | grep -v -e "^$pid\$" -e "^${redis_pid:-none}\$") 2>/dev/null || true
 	peak=$(kb "$pid" VmHWM) c1=$(cpu "$pid")
 	s=$(summary "$work/up.$name")
 	rows+=("uploads|$name|${s%|*}|$(mb "$before") → $(mb "$peak")|$(mb $((peak - before)))|${s#*|}|$(echo "$c1 - $c0" | bc)")
 	stop
 }
 
+# measure_exports NAME BIN [ARG...]: the exports' phases, the binary started with ARGs.
 measure_exports() {
-	local name=$1 bin=$2 before peak c0 c1 s
-	start "$bin"
+	local name=$1 bin=$2 before peak c0 c1 s phase="$N exports at once"
+	shift 2
+	[[ " $* " == *" --redis-url "* ]] && phase="$N exports at once, Redis"
+	start "$bin" "$@"
 	curl -sf -o /dev/null -H "X-Forwarded-For: 203.0.113.1" -F file=@"$work/half.csv" -F file=@"$work/half.xlsx" "$url/tables/sessions/exp/files"
 	echo 5 >"/proc/$pid/clear_refs"
 	before=$(kb "$pid" VmRSS) c0=$(cpu "$pid")
 	: >"$work/ex.$name"
-	for _ in $(seq "$N"); do
-		curl -s -o /dev/null -w '%{http_code} %{time_total}\n' "$url/tables/sessions/exp/export.zip" >>"$work/ex.$name" &
+	for i in $(seq "$N"); do # each a client of its own: this tree writes one export per client
+		curl -s -o /dev/null -w '%{http_code} %{time_total}\n' -H "X-Forwarded-For: 198.51.100.$i" \
+			"$url/tables/sessions/exp/export.zip" >>"$work/ex.$name" &
 	done
-	wait $(jobs -p | grep -v "^$pid\$") 2>/dev/null || true
+	wait $(jobs -p | grep -v -e "^$pid\$" -e "^${redis_pid:-none}\$") 2>/dev/null || true
 	peak=$(kb "$pid" VmHWM) c1=$(cpu "$pid")
 	s=$(summary "$work/ex.$name")
-	rows+=("$N exports at once|$name|${s%|*}|$(mb "$before") → $(mb "$peak")|$(mb $((peak - before)))|${s#*|}|$(echo "$c1 - $c0" | bc)")
+	rows+=("$phase|$name|${s%|*}|$(mb "$before") → $(mb "$peak")|$(mb $((peak - before)))|${s#*|}|$(echo "$c1 - $c0" | bc)")
+	[[ $phase == *Redis ]] && { stop; return; }
 	c0=$(cpu "$pid")
 	curl -s -o "$work/one.zip" -w '%{http_code} %{time_total}\n' "$url/tables/sessions/exp/export.zip" >"$work/one.$name"
 	c1=$(cpu "$pid")
@@ -162,6 +172,22 @@ measure new "$work/new"
 echo "measuring this tree's exports with ASSISTANT_EXPORT_CONCURRENCY=$N ..." >&2
 ASSISTANT_EXPORT_CONCURRENCY=$N measure unlimited "$work/new" exports
 
+# The exports from Redis: a server of the script's own, empty, on a free port.
+if command -v redis-server >/dev/null; then
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >"$work/redis.log" 2>&1 &
+	redis_pid=$!
+	pids+=("$redis_pid")
+	for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+	redis_url="redis://127.0.0.1:$port/0"
+	echo "measuring the exports from Redis ..." >&2
+	measure_exports base "$work/base" --redis-url "$redis_url" --redis-prefix base:
+	measure_exports new "$work/new" --redis-url "$redis_url" --redis-prefix new:
+	ASSISTANT_EXPORT_CONCURRENCY=$N measure_exports unlimited "$work/new" --redis-url "$redis_url" --redis-prefix unlimited:
+else
+	echo "redis-server is not installed: no Redis rows" >&2
+fi
+
 echo
 echo "| phase | binary | answers | RSS before → peak (MB) | peak growth (MB) | median s of a 200 | server CPU s |"
 echo "|---|---|---|---|---|---|---|"
@@ -176,7 +202,7 @@ for r in "${rows[@]}"; do
 done
 echo
 # Ratios of this tree to the base, by phase (growth of the peak, server CPU).
-for phase in "uploads" "$N exports at once" "1 export alone"; do
+for phase in "uploads" "$N exports at once" "1 export alone" "$N exports at once, Redis"; do
 	b=$(printf '%s\n' "${rows[@]}" | awk -F'|' -v p="$phase" '$1 == p && $2 == "base"')
 	n=$(printf '%s\n' "${rows[@]}" | awk -F'|' -v p="$phase" '$1 == p && $2 == "new"')
 	bg=$(cut -d'|' -f5 <<<"$b") ng=$(cut -d'|' -f5 <<<"$n") bc_=$(cut -d'|' -f7 <<<"$b") nc=$(cut -d'|' -f7 <<<"$n")
