@@ -234,7 +234,7 @@ func TestDocumentationEndToEnd(t *testing.T) {
 	p.stop(t)
 	site.Close()
 	q := serve(t, env, args...)
-	docs = waitDocs(t, q, func(d map[string]docHealth) bool {
+	waitDocs(t, q, func(d map[string]docHealth) bool {
 		return d["https://docs.example.org/guide/"].HasContent && d["https://docs.example.org/reference.html"].HasContent
 	})
 	ask2 := func() string {

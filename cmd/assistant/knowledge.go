@@ -23,7 +23,6 @@ import (
 // knowledgeSettings are serve's knowledge flags.
 type knowledgeSettings struct {
 	dataDir       string
-	refresh       string // a duration; parsed with the rest
 	allowLoopback bool
 	resolve       multiFlag
 	preloadBudget int
