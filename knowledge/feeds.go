@@ -382,7 +382,7 @@ func (s *Store) FAQFeed(ctx context.Context, id string, q FAQFeedQuery) (FAQFeed
 				return err
 			}
 			where, args = filters(3)
-			page := rankedSQL("faq_entries_fts", "3.0, 1.0, 2.0", faqCols, "faq_entries", where, "t.quality_score DESC") +
+			page := rankedSQL("faq_entries_fts", "3.0, 1.0, 2.0", faqCols, "faq_entries", where, "t.quality_score DESC", "") +
 				fmt.Sprintf(" OFFSET ?%d", 4+len(args))
 			rows, err = db.QueryContext(ctx, page, append(append([]any{match, phrase, limit}, args...), offset)...)
 		}

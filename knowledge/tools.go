@@ -98,10 +98,11 @@ func scanAll[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error
 // rankedSQL is the §4.2 search over fts and its base table: rows holding the phrase (?2) of all
 // terms first, then bm25 with the given column weights, among the rows the OR of the terms
 // (?1) matches that pass where (on the base table, alias t; parameters from ?4); first is an
-// ORDER BY term put before the others (FAQ's quality), ?3 the limit.
-func rankedSQL(fts, weights, cols, table, where, first string) string {
+// ORDER BY term put before the others (the FAQ feed's quality, §7.5), tie one after bm25 (the
+// FAQ tool's quality, §4.2.5: ties only), ?3 the limit.
+func rankedSQL(fts, weights, cols, table, where, first, tie string) string {
 	phrase := `(SELECT rowid FROM ` + fts + ` WHERE ` + fts + ` MATCH ?2)`
-	if where == "" && first == "" {
+	if where == "" && first == "" && tie == "" {
 		// Nothing to read from the base table before the cut: rank in the FTS table alone
 		// and join only the first rows (joining every match first doubled the time at
 		// 100,000 rows).
@@ -118,11 +119,14 @@ ORDER BY r.phrase DESC, r.score, r.rid`
 	if first != "" {
 		first += ", "
 	}
+	if tie != "" {
+		tie += ", "
+	}
 	return `SELECT ` + cols + `
 FROM (SELECT rowid AS rid, bm25(` + fts + `, ` + weights + `) AS score FROM ` + fts + ` WHERE ` + fts + ` MATCH ?1) r
 JOIN ` + table + ` t ON t.id = r.rid
 WHERE ` + where + `
-ORDER BY ` + first + `(t.id IN ` + phrase + `) DESC, r.score, t.id
+ORDER BY ` + first + `(t.id IN ` + phrase + `) DESC, r.score, ` + tie + `t.id
 LIMIT ?3`
 }
 
@@ -274,7 +278,7 @@ func (s *Store) SearchDiscussions(ctx context.Context, id, query string, opts Di
 		if len(items) >= limit {
 			return nil
 		}
-		more, err := ranked(ctx, db, query, rankedSQL("github_items_fts", "3.0, 1.0", githubCols, "github_items", textWhere, ""),
+		more, err := ranked(ctx, db, query, rankedSQL("github_items_fts", "3.0, 1.0", githubCols, "github_items", textWhere, "", ""),
 			limit+len(items), textArgs, scanGitHub)
 		for _, it := range more {
 			if len(items) < limit && !seen[key(it)] {
@@ -371,7 +375,7 @@ func (s *Store) SearchPapers(ctx context.Context, id, query string, limit int) (
 		} else if !has {
 			cols = strings.Replace(cols, "COALESCE(t.cites_doi, '')", "''", 1)
 		}
-		ps, err := ranked(ctx, db, query, rankedSQL("papers_fts", "3.0, 1.0", cols, "papers", "", ""), 3*limit, nil, scanPaper)
+		ps, err := ranked(ctx, db, query, rankedSQL("papers_fts", "3.0, 1.0", cols, "papers", "", "", ""), 3*limit, nil, scanPaper)
 		if err != nil {
 			return err
 		}
@@ -501,7 +505,7 @@ func (s *Store) SearchCodeDocs(ctx context.Context, id, query string, limit int)
 		if len(out) >= limit {
 			return nil
 		}
-		more, err := ranked(ctx, db, query, rankedSQL("docstrings_fts", "10.0, 1.0", cols, "docstrings", "", ""), limit+len(out), nil, scanDoc)
+		more, err := ranked(ctx, db, query, rankedSQL("docstrings_fts", "10.0, 1.0", cols, "docstrings", "", "", ""), limit+len(out), nil, scanDoc)
 		for _, d := range more {
 			if len(out) < limit && !seen[key(d)] {
 				seen[key(d)] = true
@@ -565,15 +569,16 @@ func scanFAQ(rows *sql.Rows) (FAQEntry, error) {
 }
 
 // SearchFAQ is search_{id}_faq (spec §4.3): entries matching the query (§4.2; question
-// weighted 3, answer 1, tags 2) and the category, higher quality_score first, then the phrase
-// and bm25; at most limit.
+// weighted 3, answer 1, tags 2) and the category, the phrase first, then bm25, higher
+// quality_score breaking ties (§4.2.5; the public feed orders by quality first, §7.5); at
+// most limit.
 func (s *Store) SearchFAQ(ctx context.Context, id string, q FilteredQuery) ([]FAQEntry, error) {
 	limit := limitOr(q.Limit, DefaultLimit, MaxLimit)
 	where, args := categoryFilter("t.category", q.Category)
 	var out []FAQEntry
 	err := s.query(ctx, id, "searching the FAQ", []string{"faq_entries", "faq_entries_fts"}, func(ctx context.Context, db *sql.DB) error {
 		var err error
-		out, err = ranked(ctx, db, q.Query, rankedSQL("faq_entries_fts", "3.0, 1.0, 2.0", faqCols, "faq_entries", where, "t.quality_score DESC"), limit, args, scanFAQ)
+		out, err = ranked(ctx, db, q.Query, rankedSQL("faq_entries_fts", "3.0, 1.0, 2.0", faqCols, "faq_entries", where, "", "t.quality_score DESC"), limit, args, scanFAQ)
 		return err
 	})
 	return out, err
@@ -607,7 +612,7 @@ func (s *Store) SearchForum(ctx context.Context, id string, q FilteredQuery) ([]
 	var out []Topic
 	err := s.query(ctx, id, "searching the forum", []string{"discourse_topics", "discourse_topics_fts"}, func(ctx context.Context, db *sql.DB) error {
 		var err error
-		out, err = ranked(ctx, db, q.Query, rankedSQL("discourse_topics_fts", "3.0, 1.0, 1.0", topicCols, "discourse_topics", where, ""), limit, args, scanTopic)
+		out, err = ranked(ctx, db, q.Query, rankedSQL("discourse_topics_fts", "3.0, 1.0, 1.0", topicCols, "discourse_topics", where, "", ""), limit, args, scanTopic)
 		return err
 	})
 	return out, err

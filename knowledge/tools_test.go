@@ -328,8 +328,9 @@ func TestSearchFAQAndForum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Quality first (0.95 before the phrase's 0.75).
-	if len(es) != 2 || es[0].ThreadID != "2" || es[1].ThreadID != "1" {
+	// Relevance first: the phrase's entry (0.75) before the better-rated one that only shares
+	// words (0.95); quality breaks ties only (§4.2.5).
+	if len(es) != 2 || es[0].ThreadID != "1" || es[1].ThreadID != "2" {
 		t.Errorf("faq %+v", es)
 	}
 	es, _ = st.SearchFAQ(t.Context(), "hed", FilteredQuery{Query: "load dataset", Category: "HOW-TO"})
