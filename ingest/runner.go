@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -222,7 +223,7 @@ func (r *Runner) Run(ctx context.Context, c *config.Community, syncType string, 
 		r.keepLease(runCtx, lease, cancel, log)
 	}()
 
-	res, err := src.Sync(runCtx, c, RunOptions{Full: full}, progress)
+	res, err := syncRecovered(runCtx, src, c, RunOptions{Full: full}, progress, log)
 	if cause := context.Cause(runCtx); err != nil && errors.Is(cause, ErrLeaseLost) {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}
@@ -242,6 +243,26 @@ func (r *Runner) Run(ctx context.Context, c *config.Community, syncType string, 
 	cancelRel()
 	return r.finish(log, c.ID, syncType, start, r.now().Sub(start), res, err)
 }
+
+// syncRecovered runs src.Sync, turning a panic (a parser's bug met on outside data) into the
+// run's error, logged with its stack, so it fails this run only and not the server.
+// A panic in a goroutine the source starts itself is not caught here.
+func syncRecovered(ctx context.Context, src Source, c *config.Community, opts RunOptions, progress func(Progress), log *slog.Logger) (res Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error("sync source panicked", slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
+			err = &PanicError{Value: v}
+		}
+	}()
+	return src.Sync(ctx, c, opts, progress)
+}
+
+// PanicError is a source's Sync that panicked; the run failed with it.
+type PanicError struct {
+	Value any
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("the source panicked: %v", e.Value) }
 
 // keepLease renews the lease every renewal interval until ctx ends. A lease found lost cancels
 // the run at once (another replica may be running it now); renewals that keep failing cancel

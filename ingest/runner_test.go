@@ -384,3 +384,90 @@ func TestRunnerLastErrorBounded(t *testing.T) {
 		t.Errorf("last error of %d characters, want %d and a mark", n, maxLastError)
 	}
 }
+
+// TestRunnerRecoversPanic: a source that panics (a parser's bug met on outside data) fails
+// that run only: the panic becomes the run's *FailedError, logged with its stack, what the
+// source committed before it is published and what it was writing is rolled back, the lease
+// is released, and the next run of the job runs and writes.
+func TestRunnerRecoversPanic(t *testing.T) {
+	st, dir := newRunStore(t)
+	write := issueWriter(st.Store, "org/hed", 1)
+	var panics atomic.Bool
+	panics.Store(true)
+	src := &runSource{typ: TypeGitHub, sync: func(ctx context.Context, c *config.Community, o RunOptions) (Result, error) {
+		res, err := write(ctx, c, o)
+		if err != nil || !panics.Load() {
+			return res, err
+		}
+		err = st.Update(ctx, c.ID, func(ctx context.Context, tx *knowledge.Tx) error {
+			if _, err := tx.UpsertGitHubItems([]knowledge.GitHubItem{{Repo: "org/hed", Type: "issue", Number: 99, Title: "Half written",
+				Status: "open", URL: "https://github.com/org/hed/issues/99", CreatedAt: "2025-06-01T12:00:00Z"}}); err != nil {
+				return err
+			}
+			fields := strings.Split("a field too few", ",")
+			_ = fields[3] // panics: index out of range
+			return nil
+		})
+		return res, err
+	}}
+	logs := &runLog{}
+	r, err := NewRunner(RunnerOptions{Sources: map[string]Source{TypeGitHub: src}, Store: st, Leases: &FileLeaser{Dir: dir + "/knowledge"},
+		Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := runCommunity("hed")
+	_, err = r.Run(context.Background(), c, TypeGitHub, false, nil)
+	var fe *FailedError
+	var pe *PanicError
+	if !errors.As(err, &fe) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "the source panicked: runtime error: index out of range") {
+		t.Fatalf("a run whose source panicked: %v, want a FailedError with the panic", err)
+	}
+	if s, _ := r.State(JobID(TypeGitHub, "hed")); s.ConsecutiveFailures != 1 || s.Running || !strings.Contains(s.LastError, "panicked") {
+		t.Errorf("state after the panic: %+v", s)
+	}
+	var stack string
+	logs.mu.Lock()
+	for _, rec := range logs.records {
+		if rec.Level == slog.LevelError && rec.Message == "sync source panicked" {
+			rec.Attrs(func(a slog.Attr) bool {
+				if a.Key == "stack" {
+					stack = a.Value.String()
+				}
+				return true
+			})
+		}
+	}
+	logs.mu.Unlock()
+	if !strings.Contains(stack, "runner_test.go") {
+		t.Errorf("no error log with the panic's stack; stack %q", stack)
+	}
+	if n := st.publishes.Load(); n != 1 {
+		t.Errorf("%d publishes after the failed run, want 1", n)
+	}
+
+	// The next run is not refused (lease, writer lock, working copy all free) and writes.
+	panics.Store(false)
+	write = issueWriter(st.Store, "org/hed", 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if res, err := r.Run(ctx, c, TypeGitHub, false, nil); err != nil || res.Items != 2 {
+		t.Fatalf("the run after the panic: %+v, %v", res, err)
+	}
+	other, err := knowledge.OpenStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	data, err := os.ReadFile(st.Path("hed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other.Path("hed"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, err := other.SyncStatus(context.Background(), "hed")
+	if err != nil || status.GitHubTotal != 2 {
+		t.Errorf("published after the second run: %d items, %v; want 2 (the half-written one rolled back)", status.GitHubTotal, err)
+	}
+}
