@@ -13,11 +13,16 @@ import (
 )
 
 // The lease of a sync job (knowledge.md §6.1): one run per community and type at a time,
-// across replicas. With Redis, a key set if absent with a TTL the holder renews
-// (RedisLeaser, backed by the store package); without it, an exclusive flock on
-// knowledge/<id>.<type>.lock in the data directory (FileLeaser), which also holds between
-// processes sharing that directory and between two runs in one process (each take opens the
-// file anew, and flock locks belong to the open file).
+// across replicas. Always an exclusive flock on knowledge/<id>.<type>.lock in the data
+// directory (FileLeaser), which holds between processes sharing that directory (a server and
+// an assistant sync beside it, with or without Redis) and between two runs in one process
+// (each take opens the file anew, and flock locks belong to the open file); with Redis, also a
+// key set if absent with a TTL the holder renews (RedisLeaser, backed by the store package),
+// for the replicas on other machines (NewLeaser).
+//
+// The Redis lease assumes the replicas share one data directory: the replica that holds it
+// syncs the database they all read, and the others skip the run. Replicas with data
+// directories of their own would each serve a database only their own runs update.
 
 // LeaseTTL is how long a Redis lease lives unless renewed; LeaseRenewal how often the runner
 // renews it.
@@ -107,6 +112,49 @@ func (r *redisLease) Release(ctx context.Context) error {
 		return fmt.Errorf("releasing the sync lease %s: %w", r.name, err)
 	}
 	return nil
+}
+
+// NewLeaser returns the leases of a server or an assistant sync on the data directory whose
+// knowledge directory is dir: the flock on dir/<id>.<type>.lock always, and with redis (nil:
+// none) the Redis lease as well, so a process with Redis and one without, on one data
+// directory, still exclude each other. The flock is taken first: a run that another process
+// here holds is refused without asking Redis, and a Redis lease held elsewhere gives the
+// flock back.
+func NewLeaser(dir string, redis RedisLeases) Leaser {
+	file := &FileLeaser{Dir: dir}
+	if redis == nil {
+		return file
+	}
+	return &bothLeaser{file: file, redis: &RedisLeaser{Store: redis}}
+}
+
+// bothLeaser takes the flock, then the Redis lease.
+type bothLeaser struct {
+	file  *FileLeaser
+	redis *RedisLeaser
+}
+
+func (b *bothLeaser) Acquire(ctx context.Context, community, syncType string) (Lease, error) {
+	fl, err := b.file.Acquire(ctx, community, syncType)
+	if err != nil {
+		return nil, err
+	}
+	rl, err := b.redis.Acquire(ctx, community, syncType)
+	if err != nil {
+		fl.Release(ctx)
+		return nil, err
+	}
+	return &bothLease{file: fl, redis: rl}, nil
+}
+
+type bothLease struct{ file, redis Lease }
+
+// Renew renews the Redis lease (the flock holds by itself).
+func (l *bothLease) Renew(ctx context.Context) error { return l.redis.Renew(ctx) }
+
+// Release gives up the Redis lease, then the flock (which never fails to go).
+func (l *bothLease) Release(ctx context.Context) error {
+	return errors.Join(l.redis.Release(ctx), l.file.Release(ctx))
 }
 
 // FileLeaser takes leases as exclusive flocks on Dir/<id>.<type>.lock; Dir is the knowledge

@@ -171,3 +171,101 @@ func TestLeaseLostStopsTheRun(t *testing.T) {
 		t.Errorf("the run released another replica's lease: key holds %q", got)
 	}
 }
+
+// TestLeasesOneDataDirectory: a runner with Redis (a server with --redis-url) and one
+// without (an assistant sync beside it, without --redis-url) on one data directory never run
+// a job at once, however their runs interleave: the one with Redis takes the flock too.
+func TestLeasesOneDataDirectory(t *testing.T) {
+	rs, raw, prefix := newLeaseRedis(t)
+	dir := t.TempDir() + "/knowledge"
+	var active, maxActive, ran atomic.Int32
+	overlap := func(ctx context.Context, c *config.Community, _ RunOptions) (Result, error) {
+		n := active.Add(1)
+		for {
+			m := maxActive.Load()
+			if n <= m || maxActive.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		for range 50 {
+			runtime.Gosched()
+		}
+		ran.Add(1)
+		active.Add(-1)
+		return Result{Items: 1}, nil
+	}
+	runner := func(redis RedisLeases, sync func(context.Context, *config.Community, RunOptions) (Result, error)) *Runner {
+		st, _ := newRunStore(t)
+		r, err := NewRunner(RunnerOptions{Sources: map[string]Source{TypeGitHub: &runSource{typ: TypeGitHub, sync: sync}},
+			Store: st, Leases: NewLeaser(dir, redis)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	server, cli := runner(rs, overlap), runner(nil, overlap)
+	c := runCommunity("hed")
+	var skipped atomic.Int32
+	var wg sync.WaitGroup
+	for _, r := range []*Runner{server, cli, server, cli} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				_, err := r.Run(context.Background(), c, TypeGitHub, false, nil)
+				switch {
+				case errors.Is(err, ErrRunning):
+					skipped.Add(1)
+				case err != nil:
+					t.Errorf("Run: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if m := maxActive.Load(); m != 1 {
+		t.Errorf("%d runs of one job at once on one data directory, want 1", m)
+	}
+	if ran.Load() == 0 || ran.Load()+skipped.Load() != 100 {
+		t.Errorf("%d ran and %d skipped of 100", ran.Load(), skipped.Load())
+	}
+
+	// Deterministically, each way round; a refused run leaves no Redis lease behind.
+	key := prefix + LeaseName("hed", TypeGitHub)
+	for _, tc := range []struct {
+		name         string
+		holder, kept RedisLeases
+	}{{"the server runs, the command is refused", rs, nil}, {"the command runs, the server is refused", nil, rs}} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered, release := make(chan struct{}), make(chan struct{})
+			holder := runner(tc.holder, func(context.Context, *config.Community, RunOptions) (Result, error) {
+				close(entered)
+				<-release
+				return Result{}, nil
+			})
+			other := runner(tc.kept, nil)
+			done := make(chan error)
+			go func() {
+				_, err := holder.Run(context.Background(), c, TypeGitHub, false, nil)
+				done <- err
+			}()
+			<-entered
+			if _, err := other.Run(context.Background(), c, TypeGitHub, false, nil); !errors.Is(err, ErrRunning) {
+				t.Errorf("the other runner while one runs the job: %v, want ErrRunning", err)
+			}
+			if tc.holder == nil && raw.Exists(context.Background(), key).Val() != 0 {
+				t.Errorf("the refused runner left its Redis lease %s", key)
+			}
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Run(context.Background(), c, TypeGitHub, false, nil); err != nil {
+				t.Errorf("the other runner once the first finished: %v", err)
+			}
+			if raw.Exists(context.Background(), key).Val() != 0 {
+				t.Errorf("the Redis lease %s is left after the runs", key)
+			}
+		})
+	}
+}

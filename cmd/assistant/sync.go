@@ -258,10 +258,12 @@ func newSyncService(o syncServiceOptions) (*syncService, error) {
 	if err != nil {
 		return nil, err
 	}
-	var leases ingest.Leaser = &ingest.FileLeaser{Dir: filepath.Join(o.sources.dataDir, "knowledge")}
+	// The data directory's flock always, and the Redis lease too with Redis: an assistant sync
+	// without --redis-url beside this server takes only the flock.
+	leases := ingest.NewLeaser(filepath.Join(o.sources.dataDir, "knowledge"), nil)
 	var jobStore ingest.JobStore
 	if o.redis != nil {
-		leases, jobStore = &ingest.RedisLeaser{Store: o.redis}, o.redis
+		leases, jobStore = ingest.NewLeaser(filepath.Join(o.sources.dataDir, "knowledge"), o.redis), o.redis
 	}
 	runner, err := ingest.NewRunner(ingest.RunnerOptions{Sources: sources, Store: o.sources.store, Leases: leases, Logger: o.sources.log, Now: o.now})
 	if err != nil {
@@ -444,7 +446,7 @@ func runSync(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintln(stderr, "assistant sync:", err)
 		return 1
 	}
-	var leases ingest.Leaser = &ingest.FileLeaser{Dir: filepath.Join(*dataDir, "knowledge")}
+	leases := ingest.NewLeaser(filepath.Join(*dataDir, "knowledge"), nil)
 	if *redisURL != "" {
 		rs, err := store.NewRedis(ctx, store.RedisOptions{URL: *redisURL, Prefix: *redisPrefix, Logger: log})
 		if err != nil {
@@ -452,7 +454,7 @@ func runSync(ctx context.Context, args []string, getenv func(string) string, std
 			return 1
 		}
 		defer rs.Close()
-		leases = &ingest.RedisLeaser{Store: rs}
+		leases = ingest.NewLeaser(filepath.Join(*dataDir, "knowledge"), rs)
 	}
 	runner, err := ingest.NewRunner(ingest.RunnerOptions{Sources: sources, Store: st, Leases: leases, Logger: log})
 	if err != nil {
