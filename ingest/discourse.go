@@ -31,10 +31,18 @@ const (
 	discourseMaxCooked = 256 << 10
 	discourseMaxText   = 5000
 	discourseMaxTags   = 50
+	// discourseFullEvery is how old the last full listing may get before a run lists in full
+	// again (as GitHub's does): an incremental listing can miss a topic for good (one bumped
+	// while a run was under way, one whose replies the stop rule passed over).
+	discourseFullEvery = 30 * 24 * time.Hour
 )
 
-// metaDiscourse is the Discourse sync's sync_metadata type; the name is the forum's base.
-const metaDiscourse = "discourse"
+// Sync metadata types of the Discourse sync; the name is the forum's base. discourse_full is
+// the last full listing's time.
+const (
+	metaDiscourse     = "discourse"
+	metaDiscourseFull = "discourse_full"
+)
 
 // DiscourseOptions are a Discourse source's dependencies.
 type DiscourseOptions struct {
@@ -49,10 +57,12 @@ type DiscourseOptions struct {
 
 // Discourse syncs the topics of a community's discourse forums into discourse_topics
 // (knowledge.md §6.8): each configured category's and tag's listing (else the latest
-// topics), newest activity first, stopping at the first topic older than the last clean sync;
-// every topic listed is fetched for its first post (as Markdown), accepted answer, category,
-// tags and counts. A full run (the first one, or Full) whose listings all ended before the
-// page cap deletes the forum's topics they did not list.
+// topics), in the listings' own order (bumped_at, newest first), stopping at the first topic
+// bumped before the last clean sync; every topic listed is fetched for its first post (as
+// Markdown), accepted answer, category, tags and counts. A full run (the first one, Full, or
+// the last full one over 30 days old) lists everything, and when its listings all ended before
+// the page cap deletes the forum's topics they did not list. An answer that is not a listing
+// fails the forum.
 type Discourse struct {
 	store  *knowledge.Store
 	client *http.Client
@@ -130,18 +140,21 @@ func (d *Discourse) syncForum(ctx context.Context, id, base string, f config.Dis
 	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return st, fmt.Errorf("forum URL %q: want an http or https URL", base)
 	}
-	var meta knowledge.SyncMeta
-	var have bool
+	var meta, fullMeta knowledge.SyncMeta
+	var have, haveFull bool
 	err := d.store.Update(ctx, id, func(ctx context.Context, tx *knowledge.Tx) error {
 		var err error
-		meta, have, err = tx.SyncMeta(metaDiscourse, base)
+		if meta, have, err = tx.SyncMeta(metaDiscourse, base); err != nil {
+			return err
+		}
+		fullMeta, haveFull, err = tx.SyncMeta(metaDiscourseFull, base)
 		return err
 	})
 	if err != nil {
 		return st, err
 	}
 	start := d.clk.now()
-	full := forceFull || !have
+	full := forceFull || !have || !haveFull || start.Sub(fullMeta.LastSyncAt) > discourseFullEvery
 	report := func(waiting time.Time) {
 		progress(Progress{Source: base, Items: st.items, Pages: st.pages, Waiting: waiting})
 	}
@@ -149,6 +162,9 @@ func (d *Discourse) syncForum(ctx context.Context, id, base string, f config.Dis
 	var cats discourseCategories
 	if err := d.getJSON(ctx, base+"/categories.json?include_subcategories=true", &cats, report); err != nil {
 		return st, fmt.Errorf("categories: %w", err)
+	}
+	if cats.CategoryList == nil || cats.CategoryList.Categories == nil {
+		return st, fmt.Errorf("categories: %s answered without a category list", base)
 	}
 	names := cats.names()
 
@@ -169,15 +185,21 @@ func (d *Discourse) syncForum(ctx context.Context, id, base string, f config.Dis
 			if err := d.getJSON(ctx, u, &lst, report); err != nil {
 				return st, err
 			}
+			// A 200 without a listing (a login wall's {"errors":…}, a proxy's {}) is not an
+			// empty one: taken as one, a full run would delete every topic and an incremental
+			// one record a clean sync past topics it never saw.
+			if lst.TopicList == nil || lst.TopicList.Topics == nil {
+				return st, fmt.Errorf("GET %s: not a topic listing (no topic_list.topics)%s", u, discourseErrors(lst.Errors))
+			}
 			st.pages++
 			var todo []int
 			older := false
-			for _, t := range lst.TopicList.Topics {
+			for _, t := range *lst.TopicList.Topics {
 				if t.Pinned || t.PinnedGlobally || t.ID <= 0 {
 					continue
 				}
 				if !full {
-					if at, ok := t.activity(); ok && at.Before(meta.LastSyncAt) {
+					if at, ok := t.bumped(); ok && at.Before(meta.LastSyncAt) {
 						older = true
 						break
 					}
@@ -220,6 +242,12 @@ func (d *Discourse) syncForum(ctx context.Context, id, base string, f config.Dis
 				return err
 			}
 			st.deleted = n
+		}
+		if full {
+			// Recorded though a listing hit the page cap: the next full one would hit it too.
+			if err := tx.SetSyncMeta(knowledge.SyncMeta{SourceType: metaDiscourseFull, SourceName: base, LastSyncAt: start, Items: len(listed)}); err != nil {
+				return err
+			}
 		}
 		return tx.SetSyncMeta(knowledge.SyncMeta{SourceType: metaDiscourse, SourceName: base, LastSyncAt: start, Items: st.items})
 	})
@@ -280,9 +308,10 @@ func decodeDiscourse(resp *http.Response, u string, v any) error {
 	return nil
 }
 
-// discourseCategories is /categories.json with include_subcategories.
+// discourseCategories is /categories.json with include_subcategories; CategoryList is nil
+// when the answer has none.
 type discourseCategories struct {
-	CategoryList struct {
+	CategoryList *struct {
 		Categories []discourseCategory `json:"categories"`
 	} `json:"category_list"`
 }
@@ -306,16 +335,31 @@ func (c discourseCategories) names() map[int]string {
 			walk(cat.SubcategoryList, depth+1)
 		}
 	}
-	walk(c.CategoryList.Categories, 0)
+	if c.CategoryList != nil {
+		walk(c.CategoryList.Categories, 0)
+	}
 	return out
 }
 
-// discourseList is a topic listing page (latest, a category's, a tag's).
+// discourseList is a topic listing page (latest, a category's, a tag's). TopicList and its
+// Topics are nil when the answer has none (then it is no listing); Errors is what Discourse
+// sends instead of one.
 type discourseList struct {
-	TopicList struct {
-		MoreTopicsURL string               `json:"more_topics_url"`
-		Topics        []discourseListTopic `json:"topics"`
+	TopicList *struct {
+		MoreTopicsURL string                `json:"more_topics_url"`
+		Topics        *[]discourseListTopic `json:"topics"`
 	} `json:"topic_list"`
+	Errors json.RawMessage `json:"errors"`
+}
+
+// discourseErrors is ": " and the first of Discourse's errors ({"errors":["…"]}), cut short,
+// or "".
+func discourseErrors(raw json.RawMessage) string {
+	var errs []string
+	if json.Unmarshal(raw, &errs) != nil || len(errs) == 0 {
+		return ""
+	}
+	return ": " + cutRunes(strings.TrimSpace(errs[0]), 200)
 }
 
 type discourseListTopic struct {
@@ -324,12 +368,18 @@ type discourseListTopic struct {
 	PinnedGlobally bool    `json:"pinned_globally"`
 	CreatedAt      string  `json:"created_at"`
 	LastPostedAt   *string `json:"last_posted_at"`
+	BumpedAt       *string `json:"bumped_at"`
 }
 
-// activity is the topic's last post time, else its creation (§6.8).
-func (t discourseListTopic) activity() (time.Time, bool) {
+// bumped is the listing's sort key, bumped_at; else the last post's time, else the creation's.
+// An auto-bump or a moderator moves bumped_at without a post, so the stop rule must read this
+// key and not last_posted_at, or a bumped old topic on top would end the listing early.
+func (t discourseListTopic) bumped() (time.Time, bool) {
 	s := t.CreatedAt
-	if t.LastPostedAt != nil && *t.LastPostedAt != "" {
+	switch {
+	case t.BumpedAt != nil && *t.BumpedAt != "":
+		s = *t.BumpedAt
+	case t.LastPostedAt != nil && *t.LastPostedAt != "":
 		s = *t.LastPostedAt
 	}
 	at, err := time.Parse(time.RFC3339Nano, s)

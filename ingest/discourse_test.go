@@ -289,3 +289,100 @@ func TestDiscoursePausesAfterEachRequest(t *testing.T) {
 		}
 	}
 }
+
+// A 200 answer that is not a listing (a login wall's error, an empty object) must fail the
+// forum: read as an empty, complete listing it would make a full run delete every topic and
+// an incremental one record a clean sync past topics it never saw.
+func TestDiscourseNotAListingFailsTheForum(t *testing.T) {
+	notLoggedIn := `{"errors":["You need to be logged in to do that."],"error_type":"not_logged_in"}`
+	for _, tc := range []struct {
+		name, path, body string
+	}{
+		{"not logged in", "/latest.json", notLoggedIn},
+		{"an empty object", "/latest.json", `{}`},
+		{"a listing without topics", "/latest.json", `{"users":[],"topic_list":{"can_create_topic":false,"per_page":30}}`},
+		{"topics null", "/latest.json", `{"topic_list":{"topics":null}}`},
+		{"categories not logged in", "/categories.json", notLoggedIn},
+	} {
+		for _, full := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, full %v", tc.name, full), func(t *testing.T) {
+				f := newDCFixture(t, 10)
+				if _, err := f.sync(t, f.community(nil), false); err != nil {
+					t.Fatal(err)
+				}
+				before, _ := syncMetaOf(t, f.store, "eeglab", "discourse", f.forum.URL)
+				f.clk.Advance(time.Hour)
+				f.forum.QueueAt(tc.path, ingesttest.CannedReply{Status: http.StatusOK, Body: tc.body})
+				res, err := f.sync(t, f.community(nil), full)
+				if err == nil || len(res.Failed) != 1 || res.Deleted != 0 {
+					t.Errorf("err %v, result %+v; want the forum failed and nothing deleted", err, res)
+				}
+				if got := queryRows(t, f.store, "eeglab", `SELECT count(*) FROM discourse_topics`); fmt.Sprint(got) != "[[9]]" {
+					t.Errorf("topics %v, want the 9 stored before", got)
+				}
+				if m, _ := syncMetaOf(t, f.store, "eeglab", "discourse", f.forum.URL); !m.LastSyncAt.Equal(before.LastSyncAt) {
+					t.Errorf("last sync %v, want %v kept: the run was not clean", m.LastSyncAt, before.LastSyncAt)
+				}
+			})
+		}
+	}
+}
+
+// Listings are sorted by bumped_at, which an auto-bump or a moderator moves without a post:
+// the incremental stop rule must use it, or a bumped old topic at the top ends the listing
+// before the topics with newer replies below it.
+func TestDiscourseIncrementalStopsOnBumpedAt(t *testing.T) {
+	f := newDCFixture(t, 45)
+	if _, err := f.sync(t, f.community(nil), false); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(time.Hour)
+	f.forum.Reply(121, ingesttest.DiscoursePost{Cooked: "<p>Fixed in 2025.1.</p>", Likes: 7})
+	f.clk.Advance(time.Minute)
+	f.forum.Bump(103) // now on top, its last post three days old
+	f.forum.ResetRequests()
+
+	if _, err := f.sync(t, f.community(nil), false); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range f.forum.Requests() {
+		paths = append(paths, r.Path)
+	}
+	if want := "[/categories.json /latest.json /t/103.json /t/121.json]"; fmt.Sprint(paths) != want {
+		t.Errorf("second sync asked %v, want %s", paths, want)
+	}
+	rows := queryRows(t, f.store, "eeglab", `SELECT reply_count, accepted_answer FROM discourse_topics WHERE topic_id = 121`)
+	if fmt.Sprint(rows) != "[[1 Fixed in 2025.1.]]" {
+		t.Errorf("topic 121 = %q, want the new reply stored", rows)
+	}
+}
+
+// A full listing runs when the last one is over 30 days old, so what incremental listings
+// missed is caught up and deleted topics go.
+func TestDiscoursePeriodicFullRun(t *testing.T) {
+	f := newDCFixture(t, 10)
+	if _, err := f.sync(t, f.community(nil), false); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := syncMetaOf(t, f.store, "eeglab", "discourse_full", f.forum.URL); !ok || !m.LastSyncAt.Equal(f.clk.Now()) {
+		t.Errorf("(discourse_full, forum) = %+v, %v after the first run", m, ok)
+	}
+	f.forum.Delete(104)
+	f.clk.Advance(29 * 24 * time.Hour)
+	if res, err := f.sync(t, f.community(nil), false); err != nil || res.Deleted != 0 {
+		t.Fatalf("after 29 days: %+v, %v; want an incremental run deleting nothing", res, err)
+	}
+	f.clk.Advance(2 * 24 * time.Hour)
+	f.forum.ResetRequests()
+	res, err := f.sync(t, f.community(nil), false)
+	if err != nil || res.Deleted != 1 {
+		t.Fatalf("after 31 days: %+v, %v; want a full run deleting #104", res, err)
+	}
+	if n := f.forum.Count("/t/"); n != 8 {
+		t.Errorf("the full run fetched %d topics, want all 8", n)
+	}
+	if m, ok := syncMetaOf(t, f.store, "eeglab", "discourse_full", f.forum.URL); !ok || !m.LastSyncAt.Equal(f.clk.Now()) {
+		t.Errorf("(discourse_full, forum) = %+v, %v, want now", m, ok)
+	}
+}

@@ -53,10 +53,11 @@ type DiscourseRequest struct {
 }
 
 // Discourse is a fake Discourse forum's JSON API: /latest.json, /c/{slug}/{id}.json,
-// /tag/{tag}.json (each with ?page=N, 30 topics a page, pinned topics first, then by last
-// activity, more_topics_url while more follow), /t/{id}.json (the topic with its first 20
+// /tag/{tag}.json (each with ?page=N, 30 topics a page, pinned topics first, then by
+// bumped_at, more_topics_url while more follow), /t/{id}.json (the topic with its first 20
 // posts, actions_summary likes, accepted_answer as discourse-solved adds it) and
-// /categories.json. Queue429 makes the next requests answer 429 with a Retry-After.
+// /categories.json. Queue429 makes the next requests answer 429 with a Retry-After, QueueAt
+// a path's next requests anything.
 type Discourse struct {
 	URL string
 	srv *httptest.Server
@@ -68,11 +69,12 @@ type Discourse struct {
 	perPage  int
 	requests []DiscourseRequest
 	limited  []string // Retry-After values of queued 429s ("" for none)
+	canned   map[string][]CannedReply
 }
 
 // NewDiscourse starts a fake forum, closed when the test ends.
 func NewDiscourse(tb testing.TB) *Discourse {
-	d := &Discourse{now: time.Now, topics: map[int]*DiscourseTopic{}, perPage: 30}
+	d := &Discourse{now: time.Now, topics: map[int]*DiscourseTopic{}, perPage: 30, canned: map[string][]CannedReply{}}
 	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
 	d.URL = d.srv.URL
 	tb.Cleanup(d.srv.Close)
@@ -162,6 +164,26 @@ func (d *Discourse) Queue429(retryAfter ...string) {
 	d.limited = append(d.limited, retryAfter...)
 }
 
+// QueueAt makes the next requests for path ("/latest.json") get these answers, one each, in
+// order: what a forum behind a login wall, a proxy or a broken plugin may send with a 200.
+func (d *Discourse) QueueAt(path string, replies ...CannedReply) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.canned[path] = append(d.canned[path], replies...)
+}
+
+// Bump moves a topic to the top of the listings without a post (bumped_at now, last_posted_at
+// unchanged), as a category's auto-bump or a moderator's "reset bump date" does.
+func (d *Discourse) Bump(id int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.topics[id]
+	if t == nil {
+		panic(fmt.Sprintf("ingesttest: no topic %d", id))
+	}
+	t.BumpedAt = d.now().UTC()
+}
+
 // Requests returns the requests answered so far.
 func (d *Discourse) Requests() []DiscourseRequest {
 	d.mu.Lock()
@@ -199,6 +221,15 @@ func (d *Discourse) serve(w http.ResponseWriter, r *http.Request) {
 func (d *Discourse) answer(w http.ResponseWriter, r *http.Request) int {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Discourse-Route", "list/latest")
+	if q := d.canned[r.URL.Path]; len(q) > 0 {
+		d.canned[r.URL.Path] = q[1:]
+		for k, v := range q[0].Header {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(q[0].Status)
+		fmt.Fprint(w, q[0].Body)
+		return q[0].Status
+	}
 	if len(d.limited) > 0 {
 		ra := d.limited[0]
 		d.limited = d.limited[1:]
@@ -267,7 +298,7 @@ func (d *Discourse) parentOf(id int) int {
 	return 0
 }
 
-// list writes one page of the topics keep selects: pinned first, then by last activity.
+// list writes one page of the topics keep selects: pinned first, then by bumped_at, newest first.
 func (d *Discourse) list(w http.ResponseWriter, keep func(*DiscourseTopic) bool, page int, more string) int {
 	var ts []*DiscourseTopic
 	for _, t := range d.topics {
