@@ -365,6 +365,16 @@ func (d *Docstrings) tree(ctx context.Context, repo, branch, etag string, waitin
 	if err := json.Unmarshal(resp.body, &t); err != nil {
 		return nil, rate, fmt.Errorf("%s: not a git tree: %v", redactURL(u), err)
 	}
+	// A 200 without a tree ({} from a proxy, {"message":…}) is not an empty tree: taken as one,
+	// every symbol of the repository would be deleted. json leaves Tree nil unless the answer
+	// has a list there ([] is an empty, non-nil one).
+	if t.SHA == "" || t.Tree == nil {
+		msg := "no sha or tree"
+		if m := errMessage(resp.body); m != "" {
+			msg = m
+		}
+		return nil, rate, fmt.Errorf("%s: not a git tree: %s", redactURL(u), msg)
+	}
 	return &t, rate, nil
 }
 

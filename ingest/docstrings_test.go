@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -302,5 +303,39 @@ func TestDocstringsIncremental(t *testing.T) {
 	other := paperStore(t)
 	if _, raw, status := sync(newSource(other), false); raw != 4 || status != 200 {
 		t.Errorf("fresh database: %d raw requests (tree %d), want 4 (200)", raw, status)
+	}
+}
+
+// A 200 tree answer that is not a tree ({} or an error message) must fail the repository: read
+// as an empty, complete tree it would delete every symbol of the repository.
+func TestDocstringsTreeThatIsNotATree(t *testing.T) {
+	for _, body := range []string{
+		`{}`,
+		`{"message":"Server Error"}`,
+		`{"message":"Not Found","documentation_url":"https://docs.github.com/rest/git/trees#get-a-tree","status":"404"}`,
+		`{"sha":"9fb037999f264ba9a7fc6274d15fa3ae2ab98312","tree":null,"truncated":false}`,
+		`{"tree":[],"truncated":false}`,
+	} {
+		for _, full := range []bool{false, true} {
+			t.Run(body+fmt.Sprint(full), func(t *testing.T) {
+				g := eeglabTrees(t)
+				st := paperStore(t)
+				clk := newPClock()
+				d := NewDocstrings(DocstringsOptions{Store: st, APIURL: g.APIURL, RawURL: g.RawURL, CacheDir: t.TempDir(), Now: clk.Now, Sleep: clk.Sleep})
+				c := eeglabCommunity("matlab")
+				if _, err := d.Sync(context.Background(), c, RunOptions{}, nil); err != nil {
+					t.Fatal(err)
+				}
+				before := docRows(t, st, "eeglab")
+				g.Queue(ingesttest.CannedReply{Status: 200, Body: body})
+				res, err := d.Sync(context.Background(), c, RunOptions{Full: full}, nil)
+				if err != nil || len(res.Failed) != 1 || res.Failed[0].Source != "sccn/eeglab" || res.Deleted != 0 {
+					t.Errorf("err %v, result %+v; want the repository failed and nothing deleted", err, res)
+				}
+				if d := cmp.Diff(before, docRows(t, st, "eeglab")); d != "" || len(before) != 4 {
+					t.Errorf("rows (-before +after):\n%s", d)
+				}
+			})
+		}
 	}
 }
