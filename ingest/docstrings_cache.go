@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/osc-assistant/assistant/knowledge"
@@ -22,7 +24,9 @@ import (
 // The cache is trusted only as far as the database agrees with it: it records the start of
 // the run that wrote it, which is the last_sync_at of the (docstrings, {repo}:{language})
 // rows that run wrote; when any of them is missing or different (the database was replaced,
-// another replica synced since, a run failed after writing), the cache is not used.
+// another replica synced since, a run failed after writing), or a language the cache has
+// symbols of has no rows (the repository was dropped from the config, which deleted its rows
+// but not these), the cache is not used.
 
 // docCache is one repository and branch's cache file.
 type docCache struct {
@@ -92,7 +96,49 @@ func (d *Docstrings) loadCache(ctx context.Context, id, repo, branch string, lan
 	}); err != nil || !agree {
 		return nil
 	}
+	if !d.rowsAgree(ctx, id, &c, langs) {
+		return nil
+	}
 	return &c
+}
+
+// rowsAgree reports whether the database holds rows of every language the cache says has
+// symbols. A repository dropped from the config loses its rows but keeps its sync_metadata
+// and cache; named again, a cache trusted then would answer every file as stored (its tree a
+// 304) and the repository would come back empty.
+func (d *Docstrings) rowsAgree(ctx context.Context, id string, c *docCache, langs []string) bool {
+	if _, ok := d.store.Info(id); !ok {
+		return false // nothing published: Write would publish, and there is nothing to agree with
+	}
+	var want []string
+	for _, l := range langs {
+		for p, f := range c.Files {
+			if f.Symbols > 0 && strings.HasSuffix(p, docLanguages[l]) {
+				want = append(want, l)
+				break
+			}
+		}
+	}
+	if len(want) == 0 {
+		return true
+	}
+	agree := true
+	// Tx has no such read; Write's transaction does, and changes nothing here (no publish).
+	err := d.store.Write(ctx, id, func(ctx context.Context, tx *sql.Tx) (bool, error) {
+		for _, l := range want {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM docstrings WHERE repo = ? AND language = ?)`, c.Repo, l).Scan(&n); err != nil {
+				return false, err
+			}
+			agree = agree && n == 1
+		}
+		return false, nil
+	})
+	if err != nil {
+		d.log.Warn("docstrings sync: the cache could not be checked against the database", "community", id, "repo", c.Repo, "error", err)
+		return false
+	}
+	return agree
 }
 
 // saveCache writes c atomically; a failure only costs the next run its shortcut.

@@ -339,3 +339,45 @@ func TestDocstringsTreeThatIsNotATree(t *testing.T) {
 		}
 	}
 }
+
+// A repository dropped from the config loses its rows, but its sync_metadata rows and cache
+// file stay: named again, the cache must not be trusted (its tree would answer 304 and every
+// file count as stored), or the repository comes back with no rows.
+func TestDocstringsRepoDroppedAndNamedAgain(t *testing.T) {
+	g := eeglabTrees(t)
+	st := paperStore(t)
+	clk := newPClock()
+	d := NewDocstrings(DocstringsOptions{Store: st, APIURL: g.APIURL, RawURL: g.RawURL, CacheDir: t.TempDir(), Now: clk.Now, Sleep: clk.Sleep})
+	c := eeglabCommunity("matlab")
+	if _, err := d.Sync(context.Background(), c, RunOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	first := docRows(t, st, "eeglab")
+	repos := c.Docstrings.Repos
+	c.Docstrings.Repos = nil
+	if res, err := d.Sync(context.Background(), c, RunOptions{}, nil); err != nil || res.Deleted != 4 {
+		t.Fatalf("dropped: %+v, %v; want its 4 rows deleted", res, err)
+	}
+	c.Docstrings.Repos = repos
+	g.ResetRequests()
+	res, err := d.Sync(context.Background(), c, RunOptions{}, nil)
+	if err != nil || len(res.Failed) != 0 || res.Items != 4 {
+		t.Errorf("named again: %+v, %v; want its 4 symbols stored again", res, err)
+	}
+	if d := cmp.Diff(first, docRows(t, st, "eeglab")); d != "" {
+		t.Errorf("rows (-want +got):\n%s", d)
+	}
+	for _, r := range g.Requests() {
+		if r.Host == "api" && r.Status != 200 {
+			t.Errorf("tree answered %d, want an unconditional 200", r.Status)
+		}
+	}
+	if n := g.Count("raw"); n != 4 {
+		t.Errorf("%d raw downloads, want all 4 files", n)
+	}
+	// The cache written by that run is good again: the next run is a 304 and no download.
+	g.ResetRequests()
+	if _, err := d.Sync(context.Background(), c, RunOptions{}, nil); err != nil || g.Count("raw") != 0 {
+		t.Errorf("after: %v, %d raw downloads, want none", err, g.Count("raw"))
+	}
+}
