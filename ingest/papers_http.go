@@ -15,7 +15,8 @@ import (
 // The HTTP side of the papers and docstrings sources: the API hosts (OpenAlex, Semantic
 // Scholar, PubMed, the GitHub API and raw files) are trusted endpoints reached with a plain
 // client, but nothing they send is: every body is read bounded, a 429 or 503 is waited out
-// (bounded), and errors say which host answered what.
+// (bounded), a redirect off the host is not followed (a key would go along), and errors say
+// which host answered what.
 
 // The retry bounds (maxRetryWait, maxAttempts), the User-Agent, the error types and the clock
 // are the ones github_http.go gives every source; what is added here is one GET that keeps an
@@ -45,7 +46,58 @@ func newAPIClient(c *http.Client, clk clock, log *slog.Logger) *apiClient {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &apiClient{client: c, log: log, clk: clk}
+	// A copy, so the caller's client keeps its own policy for its other uses.
+	cc := *c
+	cc.CheckRedirect = sameHostRedirects(c.CheckRedirect)
+	return &apiClient{client: &cc, log: log, clk: clk}
+}
+
+// maxRedirects is how many redirects one request follows (net/http's own default).
+const maxRedirects = 10
+
+// sameHostRedirects is a CheckRedirect that follows redirects on the first request's host
+// only (http to https allowed, not back), then asks next (if any). net/http copies a
+// request's headers onto a redirect to any host (only Authorization and cookies are dropped),
+// so x-api-key would go along, and a Location may carry the api_key query to wherever it
+// points.
+func sameHostRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		from := via[0].URL
+		if !sameAPIHost(from, req.URL) {
+			return fmt.Errorf("redirected to another host (%s), not followed: a key would go along", req.URL.Host)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	}
+}
+
+// sameAPIHost reports whether to is on from's host and port (the scheme's default when not
+// given), or is the https version of an http URL on its default port.
+func sameAPIHost(from, to *url.URL) bool {
+	if !strings.EqualFold(from.Hostname(), to.Hostname()) {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "http") {
+			return "80"
+		}
+		return "443"
+	}
+	switch {
+	case strings.EqualFold(from.Scheme, to.Scheme):
+		return port(from) == port(to)
+	case strings.EqualFold(from.Scheme, "http") && strings.EqualFold(to.Scheme, "https"):
+		return from.Port() == "" && to.Port() == ""
+	}
+	return false
 }
 
 // apiCall is one GET.

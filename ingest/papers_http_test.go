@@ -7,11 +7,14 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/osc-assistant/assistant/config"
 )
 
 func TestAPIClient(t *testing.T) {
@@ -107,5 +110,71 @@ func TestAPIClientTransportErrorHidesKey(t *testing.T) {
 	var tl *TooLargeError
 	if errors.As(err, &tl) {
 		t.Error("a transport error is not a size error")
+	}
+}
+
+// Go's client copies a request's headers (x-api-key among them) onto a redirect to any host,
+// and a Location may carry the api_key query on: the API clients follow no redirect off
+// their host, so a key never reaches another one.
+func TestAPIKeysStayOnTheirHost(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+	}{{"default client", nil}, {"the caller's client", &http.Client{Timeout: time.Minute}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var leaked []string
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, v := range []string{r.Header.Get("x-api-key"), r.URL.Query().Get("api_key"), r.Header.Get("Authorization")} {
+					if v != "" {
+						leaked = append(leaked, r.URL.Path+": "+v)
+					}
+				}
+				w.Write([]byte(`{}`))
+			}))
+			defer other.Close()
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusFound)
+			}))
+			defer api.Close()
+			clk := newPClock()
+			p := NewPapers(PapersOptions{Store: paperStore(t), Client: tc.client, OpenAlexURL: api.URL, SemanticScholarURL: api.URL, PubMedURL: api.URL,
+				OpenAlexKey: "oa-key", SemanticScholarKey: "s2-key", PubMedKey: "pm-key", Now: clk.Now, Sleep: clk.Sleep})
+			p.SemanticScholarPause, p.PubMedPause = 0, 0
+			c := &config.Community{ID: "hed", Citations: &config.Citations{Queries: []string{"hierarchical event"}, DOIs: []string{"10.1016/j.neuroimage.2021.118766"}}}
+			res, _ := p.Sync(context.Background(), c, RunOptions{}, nil)
+			if len(res.Failed) != 4 {
+				t.Errorf("result %+v, want every source (a DOI, three searches) failed on the redirect", res)
+			}
+			for _, f := range res.Failed {
+				if msg := f.Err.Error(); !strings.Contains(msg, "redirect") || strings.Contains(msg, "-key") {
+					t.Errorf("%s: %v, want a refused redirect, without the key", f.Source, msg)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(leaked) > 0 {
+				t.Errorf("the other host got the keys: %v", leaked)
+			}
+		})
+	}
+}
+
+// A redirect on the API's own host (a moved path, http to https) is followed, key and all.
+func TestAPIClientFollowsARedirectOnItsHost(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/new?"+r.URL.RawQuery, http.StatusMovedPermanently)
+			return
+		}
+		w.Write([]byte(r.URL.Path + " " + r.Header.Get("x-api-key") + " " + r.URL.Query().Get("api_key")))
+	}))
+	defer srv.Close()
+	api := newAPIClient(nil, newClock(nil, nil), nil)
+	resp, err := api.get(context.Background(), apiCall{url: srv.URL + "/old?api_key=k1", header: http.Header{"X-Api-Key": {"k2"}}, max: 100})
+	if err != nil || string(resp.body) != "/new k2 k1" {
+		t.Errorf("got %v, %v; want /new with both keys", resp, err)
 	}
 }
