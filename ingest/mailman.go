@@ -36,8 +36,13 @@ const (
 	mailmanBatch = 100
 )
 
-// metaMailman is the Mailman sync's sync_metadata type (ours); the name is the list's.
-const metaMailman = "mailman"
+// Sync metadata types of the Mailman sync (ours): mailman's name is the list's; a
+// mailman_volume row ({list}:{volume}) records a volume read whole once it was final, so it
+// is not read again (whatever start_year was when the list's last clean run skipped it).
+const (
+	metaMailman       = "mailman"
+	metaMailmanVolume = "mailman_volume"
+)
 
 // MailmanOptions are a Mailman source's dependencies.
 type MailmanOptions struct {
@@ -56,9 +61,9 @@ type MailmanOptions struct {
 // mailing_list_messages (knowledge.md §6.9): the archive index's volumes from start_year on,
 // each volume's thread.html, and each message page, threads assembled from the thread page's
 // subjects. Pages are kept in a disk cache: a message page is never fetched twice, a past
-// volume's thread page once it is final, the current one on every run; a volume a clean run
-// saw final is not read again at all. A full run (the first, or Full) stores every message
-// again from the cache.
+// volume's thread page once it is final, the current one on every run; a volume read whole
+// once it was final is recorded (mailman_volume) and not read again at all. A full run (the
+// first, or Full) reads every volume and stores every message again from the cache.
 type Mailman struct {
 	store  *knowledge.Store
 	client *http.Client
@@ -137,11 +142,10 @@ func (m *Mailman) syncList(ctx context.Context, id string, cfg config.Mailman, f
 	sum := sha256.Sum256([]byte(base))
 	l := mailmanList{name: cfg.ListName, base: base, cache: filepath.Join(m.dir, hex.EncodeToString(sum[:8]))}
 
-	var meta knowledge.SyncMeta
 	var have bool
 	err := m.store.Update(ctx, id, func(ctx context.Context, tx *knowledge.Tx) error {
 		var err error
-		meta, have, err = tx.SyncMeta(metaMailman, l.name)
+		_, have, err = tx.SyncMeta(metaMailman, l.name)
 		return err
 	})
 	if err != nil {
@@ -162,16 +166,45 @@ func (m *Mailman) syncList(ctx context.Context, id string, cfg config.Mailman, f
 	if len(vols) == 0 {
 		return st, fmt.Errorf("archive index %s lists no volumes", l.base)
 	}
+	var todo []mailmanVolume
 	for _, v := range vols {
-		if cfg.StartYear != nil && v.Year < *cfg.StartYear {
+		if cfg.StartYear == nil || v.Year >= *cfg.StartYear {
+			todo = append(todo, v)
+		}
+	}
+	// Volumes read whole once final are not read again (a full run reads them all).
+	done := map[string]bool{}
+	if !full {
+		err := m.store.Update(ctx, id, func(ctx context.Context, tx *knowledge.Tx) error {
+			for _, v := range todo {
+				_, ok, err := tx.SyncMeta(metaMailmanVolume, l.name+":"+v.Name)
+				if err != nil {
+					return err
+				}
+				done[v.Name] = ok
+			}
+			return nil
+		})
+		if err != nil {
+			return st, err
+		}
+	}
+	for _, v := range todo {
+		if done[v.Name] {
 			continue
 		}
-		// A volume that was final before the last clean run started was read whole by it.
-		if !full && !v.End.Add(mailmanGrace).After(meta.LastSyncAt) {
-			continue
-		}
-		if err := m.syncVolume(ctx, id, l, v, full, &st, report); err != nil {
+		final, n, err := m.syncVolume(ctx, id, l, v, full, &st, report)
+		if err != nil {
 			return st, fmt.Errorf("%s: %w", v.Name, err)
+		}
+		if final {
+			err := m.store.Update(ctx, id, func(ctx context.Context, tx *knowledge.Tx) error {
+				return tx.SetSyncMeta(knowledge.SyncMeta{SourceType: metaMailmanVolume, SourceName: l.name + ":" + v.Name,
+					LastSyncAt: m.clk.now(), Items: n})
+			})
+			if err != nil {
+				return st, err
+			}
 		}
 	}
 	if st.skipped > 0 {
@@ -185,28 +218,32 @@ func (m *Mailman) syncList(ctx context.Context, id string, cfg config.Mailman, f
 
 // syncVolume reads one volume's thread page and stores its messages: all of them on a full
 // run, else those its cached copy (the last one stored whole) did not list. The thread page
-// is cached only once its messages are stored, so an interrupted run is taken up again.
-func (m *Mailman) syncVolume(ctx context.Context, id string, l mailmanList, v mailmanVolume, full bool, st *mailmanRun, report func(time.Time)) error {
+// is cached only once its messages are stored, so an interrupted run is taken up again. It
+// reports whether the volume is now stored whole and final (its page fetched after the
+// volume's end and grace), and how many messages its page lists.
+func (m *Mailman) syncVolume(ctx context.Context, id string, l mailmanList, v mailmanVolume, full bool, st *mailmanRun, report func(time.Time)) (bool, int, error) {
 	threadPath := filepath.Join(l.cache, v.Name, "thread.html")
 	cached, cachedAt, err := mailmanReadCache(threadPath, mailmanMaxThreadBytes)
 	if err != nil {
-		return err
+		return false, 0, err
 	}
 	page := cached
 	fetchedAt := cachedAt
 	if cached == nil || cachedAt.Before(v.End.Add(mailmanGrace)) {
 		fetchedAt = m.clk.now()
 		if page, err = m.fetch(ctx, l.base+v.Name+"/thread.html", mailmanMaxThreadBytes, report); err != nil {
-			return err
+			return false, 0, err
 		}
 		st.pages++
 	}
+	final := !fetchedAt.Before(v.End.Add(mailmanGrace))
 	if !full && cached != nil && bytes.Equal(page, cached) {
+		n := len(parseMailmanThreads(page))
 		if fetchedAt.Equal(cachedAt) {
-			return nil
+			return final, n, nil
 		}
 		// Unchanged, but fetched now: once that is after the volume's end, it is final.
-		return mailmanWriteCache(threadPath, page, fetchedAt)
+		return final, n, mailmanWriteCache(threadPath, page, fetchedAt)
 	}
 	entries := parseMailmanThreads(page)
 	threads := mailmanThreadIDs(entries)
@@ -242,7 +279,7 @@ func (m *Mailman) syncVolume(ctx context.Context, id string, l mailmanList, v ma
 			continue
 		}
 		if err != nil {
-			return err
+			return false, 0, err
 		}
 		p := parseMailmanMessage(body)
 		batch = append(batch, knowledge.Message{
@@ -251,14 +288,14 @@ func (m *Mailman) syncVolume(ctx context.Context, id string, l mailmanList, v ma
 		})
 		if len(batch) >= mailmanBatch {
 			if err := flush(); err != nil {
-				return err
+				return false, 0, err
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return err
+		return false, 0, err
 	}
-	return mailmanWriteCache(threadPath, page, fetchedAt)
+	return final, len(entries), mailmanWriteCache(threadPath, page, fetchedAt)
 }
 
 // message returns a message page from the cache, else fetches and caches it (a message page

@@ -332,3 +332,33 @@ func newLoopbackServer(t *testing.T, h http.Handler) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// Which volumes were read whole is recorded per volume, not inferred from the last clean run:
+// a start_year lowered later reads the older years that run skipped.
+func TestMailmanStartYearLoweredReadsOlderVolumes(t *testing.T) {
+	f := newMMFixture(t, false)
+	old := f.arch.Post(ingesttest.MailmanMessage{Subject: "From 2023", Date: mmDay(2023, 5, 1)})
+	older := f.arch.Post(ingesttest.MailmanMessage{Subject: "From 2024", Date: mmDay(2024, 6, 1)})
+	f.arch.Post(ingesttest.MailmanMessage{Subject: "From 2026", Date: mmDay(2026, 1, 5)})
+	if res := f.sync(t, f.community(2026), false); res.Items != 1 {
+		t.Fatalf("%d stored, want 2026's one", res.Items)
+	}
+	f.clk.Advance(24 * time.Hour)
+	f.arch.ResetRequests()
+	if res := f.sync(t, f.community(2023), false); res.Items != 2 {
+		t.Errorf("%d stored with start_year lowered to 2023, want 2023's and 2024's", res.Items)
+	}
+	got := queryRows(t, f.store, "eeglab", `SELECT message_id FROM mailing_list_messages WHERE year < 2026 ORDER BY message_id`)
+	if fmt.Sprint(got) != fmt.Sprint([][]string{{old}, {older}}) {
+		t.Errorf("older messages %v", got)
+	}
+	if m, ok := syncMetaOf(t, f.store, "eeglab", "mailman_volume", "eeglablist:2024"); !ok || m.Items != 1 {
+		t.Errorf("(mailman_volume, eeglablist:2024) = %+v, %v; want it read whole", m, ok)
+	}
+	// Read whole and final: not read again; the current year is.
+	f.arch.ResetRequests()
+	f.sync(t, f.community(2023), false)
+	if n, n26 := len(f.arch.Requests()), f.arch.Count("2026/thread.html"); n != 2 || n26 != 1 {
+		t.Errorf("%d requests (%v), want the index and 2026's thread page", n, f.arch.Requests())
+	}
+}
