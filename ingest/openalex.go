@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The OpenAlex client (knowledge.md §6.4–6.6): keyword search, DOI lookup, per-year counts of
@@ -185,28 +187,38 @@ func bareDOI(doi string) string {
 
 // RebuildAbstract writes an OpenAlex abstract_inverted_index back as text: each word at each
 // of its positions, in position order, single spaces; at most maxChars characters are
-// built (a word is not split).
+// built (a word is not split). Only the positions the cap can hold are kept while building
+// (n words take at least 2n-1 characters), so a page of millions of positions costs the
+// cap's memory, not theirs.
 func RebuildAbstract(index map[string][]int, maxChars int) string {
-	type at struct {
-		pos  int
-		word string
+	keep := (maxChars + 1) / 2
+	if keep <= 0 {
+		return ""
 	}
-	var words []at
+	// The keep first (position, word) pairs: a heap whose top is the last of them.
+	h := make(abstractHeap, 0, min(keep, 1024))
 	for w, ps := range index {
+		if w == "" {
+			continue
+		}
 		for _, p := range ps {
-			words = append(words, at{p, w})
+			a := abstractWord{p, w}
+			if len(h) < keep {
+				heap.Push(&h, a)
+			} else if a.before(h[0]) {
+				h[0] = a
+				heap.Fix(&h, 0)
+			}
 		}
 	}
-	slices.SortFunc(words, func(a, b at) int {
+	words := []abstractWord(h)
+	slices.SortFunc(words, func(a, b abstractWord) int {
 		return cmp.Or(cmp.Compare(a.pos, b.pos), strings.Compare(a.word, b.word))
 	})
 	var b strings.Builder
 	n := 0
 	for _, w := range words {
-		if w.word == "" {
-			continue
-		}
-		l := len([]rune(w.word))
+		l := utf8.RuneCountInString(w.word)
 		if n > 0 {
 			l++
 		}
@@ -220,6 +232,30 @@ func RebuildAbstract(index map[string][]int, maxChars int) string {
 		n += l
 	}
 	return b.String()
+}
+
+// abstractWord is a word at one position of an abstract.
+type abstractWord struct {
+	pos  int
+	word string
+}
+
+func (a abstractWord) before(b abstractWord) bool {
+	return a.pos < b.pos || a.pos == b.pos && a.word < b.word
+}
+
+// abstractHeap is a max-heap of words (container/heap): the top is the last in text order.
+type abstractHeap []abstractWord
+
+func (h abstractHeap) Len() int           { return len(h) }
+func (h abstractHeap) Less(i, j int) bool { return h[j].before(h[i]) }
+func (h abstractHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *abstractHeap) Push(x any)        { *h = append(*h, x.(abstractWord)) }
+func (h *abstractHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // errNotFound is a DOI OpenAlex does not know.

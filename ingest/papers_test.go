@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -459,4 +460,34 @@ func TestPapersConcurrentCommunities(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// An abstract_inverted_index of many small positions (a 16 MiB page holds millions) is rebuilt
+// within the cap's memory: only the positions the cap can hold are kept while building.
+func TestRebuildAbstractMemoryBoundedByTheCap(t *testing.T) {
+	// "z" at 0, then a million positions dealt round to a, b, c, d, each list in descending
+	// order.
+	index := map[string][]int{"z": {0}}
+	for k, w := range []string{"a", "b", "c", "d"} {
+		ps := make([]int, 250_000)
+		for j := range ps {
+			ps[j] = 1 + k + 4*(len(ps)-1-j)
+		}
+		index[w] = ps
+	}
+	want := []string{"z"}
+	for p := 1; p < 1000; p++ { // 1,999 characters: the 2,000 cap holds no more
+		want = append(want, string("abcd"[(p-1)%4]))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got := RebuildAbstract(index, maxAbstractChars)
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 256<<10 {
+		t.Errorf("rebuilding allocated %d bytes for a %d-character abstract, want under 256 KiB", n, maxAbstractChars)
+	}
+	if got != strings.Join(want, " ") {
+		t.Errorf("got %d characters %.30q…, want %.30q…", len(got), got, strings.Join(want, " "))
+	}
 }
