@@ -82,7 +82,7 @@ func TestAppHandlesTheServersEvents(t *testing.T) {
 		got = append(got, m[1])
 	}
 	sort.Strings(got)
-	want := []string{"content", "done", "error", "session", "tool_call", "tool_end", "tool_request", "tool_start", "warning"}
+	want := []string{"citation", "content", "done", "error", "session", "tool_call", "tool_end", "tool_request", "tool_start", "warning"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("handleEvent handles %v, want %v", got, want)
 	}
