@@ -265,9 +265,15 @@ func (d *Docstrings) syncRepo(ctx context.Context, id string, e config.Docstring
 	}
 	var failed []SourceError
 	items, deleted := 0, 0
+	// One parser for the repository: the Python extractor's time budget is the repository's,
+	// over all its chunks of files.
+	py := d.python
+	if s, ok := py.(pythonSessions); ok {
+		py = s.session()
+	}
 	for _, r := range runs {
 		name := e.Repo + ":" + r.lang
-		r.err = d.syncLanguage(ctx, id, e.Repo, branch, r, func(p Progress) { p.Source = name; p.RateLimit = rate; progress(p) })
+		r.err = d.syncLanguage(ctx, id, e.Repo, branch, py, r, func(p Progress) { p.Source = name; p.RateLimit = rate; progress(p) })
 		items += r.items
 		deleted += r.deleted
 		if r.err != nil {
@@ -388,8 +394,8 @@ func escapePath(p string) string {
 }
 
 // syncLanguage downloads, parses and stores r's files chunk by chunk.
-func (d *Docstrings) syncLanguage(ctx context.Context, id, repo, branch string, r *langRun, progress func(Progress)) error {
-	if r.lang == "python" && d.python == nil && len(r.files) > 0 {
+func (d *Docstrings) syncLanguage(ctx context.Context, id, repo, branch string, py PythonParser, r *langRun, progress func(Progress)) error {
+	if r.lang == "python" && py == nil && len(r.files) > 0 {
 		return errors.New("no Python engine to parse Python files with")
 	}
 	pages := 0
@@ -421,7 +427,7 @@ func (d *Docstrings) syncLanguage(ctx context.Context, id, repo, branch string, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		parsed, err := d.parse(ctx, r.lang, contents)
+		parsed, err := d.parse(ctx, py, r.lang, contents)
 		if err != nil {
 			return err
 		}
@@ -526,8 +532,8 @@ func (d *Docstrings) download(ctx context.Context, repo, branch string, chunk []
 	return out
 }
 
-// parse parses the downloaded files of one language.
-func (d *Docstrings) parse(ctx context.Context, lang string, contents map[string]fileContent) (map[string]PyFile, error) {
+// parse parses the downloaded files of one language, Python with py.
+func (d *Docstrings) parse(ctx context.Context, py PythonParser, lang string, contents map[string]fileContent) (map[string]PyFile, error) {
 	files := map[string][]byte{}
 	for p, c := range contents {
 		if c.err == nil {
@@ -548,7 +554,7 @@ func (d *Docstrings) parse(ctx context.Context, lang string, contents map[string
 		}
 		return out, nil
 	}
-	parsed, err := d.python.Docstrings(ctx, files)
+	parsed, err := py.Docstrings(ctx, files)
 	if err != nil {
 		return nil, fmt.Errorf("parsing Python: %w", err)
 	}

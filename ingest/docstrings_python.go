@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/osc-assistant/assistant/knowledge"
@@ -74,31 +75,86 @@ const (
 // PythonExtractor is the PythonParser that runs the embedded extractor through a
 // PythonRunner, in batches. A batch whose run fails (a timeout, running out of memory, a
 // crash the file caused) is halved and run again, down to single files, so one bad file
-// fails only itself.
+// fails only itself. Every run's time, a failed one's included, is spent from Budget; once
+// it is spent, the files not parsed yet fail saying so. The budget is one Docstrings call's,
+// or (for the docstrings source) one repository's over all its calls.
 type PythonExtractor struct {
 	runner PythonRunner
 	log    *slog.Logger
 	// outputChars is the budget given to each run (ExtractorOutputChars; tests lower it).
 	outputChars int
+	// Budget is the extractor time one repository's sync may spend (DefaultExtractorBudget,
+	// also when not positive; tests shorten it). A file that times out costs a run of the runner's whole limit at
+	// every halving of its batch: without a bound, a repository of such files would keep a
+	// sync going for hours.
+	Budget time.Duration
+	// now is the clock runs are timed by (tests set theirs).
+	now func() time.Time
 }
+
+// DefaultExtractorBudget is PythonExtractor's default Budget: ten runs that time out at the
+// sandbox's 60 s, or minutes of parsing that a repository's Python never needs.
+const DefaultExtractorBudget = 10 * time.Minute
 
 // NewPythonExtractor returns a PythonExtractor running through r.
 func NewPythonExtractor(r PythonRunner, log *slog.Logger) *PythonExtractor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &PythonExtractor{runner: r, log: log, outputChars: ExtractorOutputChars}
+	return &PythonExtractor{runner: r, log: log, outputChars: ExtractorOutputChars, Budget: DefaultExtractorBudget, now: time.Now}
 }
 
-// Docstrings parses files (path → contents) and returns each one's symbols or failure.
+// Docstrings parses files (path → contents) and returns each one's symbols or failure,
+// within one Budget.
 func (x *PythonExtractor) Docstrings(ctx context.Context, files map[string][]byte) (map[string]PyFile, error) {
+	return x.docstrings(ctx, files, x.newBudget())
+}
+
+func (x *PythonExtractor) newBudget() *extractorBudget {
+	if x.Budget <= 0 {
+		return &extractorBudget{limit: DefaultExtractorBudget}
+	}
+	return &extractorBudget{limit: x.Budget}
+}
+
+// session is a parser whose calls share one Budget: the docstrings source takes one per
+// repository.
+func (x *PythonExtractor) session() PythonParser {
+	return &extractorSession{x: x, budget: x.newBudget()}
+}
+
+// pythonSessions is a PythonParser that can bound several calls by one budget.
+type pythonSessions interface {
+	session() PythonParser
+}
+
+// extractorSession is PythonExtractor.session's parser.
+type extractorSession struct {
+	x      *PythonExtractor
+	budget *extractorBudget
+}
+
+func (s *extractorSession) Docstrings(ctx context.Context, files map[string][]byte) (map[string]PyFile, error) {
+	return s.x.docstrings(ctx, files, s.budget)
+}
+
+// extractorBudget is the extractor time spent of a limit, and the runs that failed meanwhile.
+type extractorBudget struct {
+	limit, spent time.Duration
+	failed       int
+	warned       bool
+}
+
+func (b *extractorBudget) left() time.Duration { return b.limit - b.spent }
+
+func (x *PythonExtractor) docstrings(ctx context.Context, files map[string][]byte, budget *extractorBudget) (map[string]PyFile, error) {
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
 	out := make(map[string]PyFile, len(files))
-	runs := &extractorRuns{}
+	runs := &extractorRuns{budget: budget}
 	for len(paths) > 0 {
 		n, size := 0, 0
 		for n < len(paths) && n < extractorBatchFiles && (n == 0 || size+len(files[paths[n]]) <= extractorBatchBytes) {
@@ -115,8 +171,11 @@ func (x *PythonExtractor) Docstrings(ctx context.Context, files map[string][]byt
 
 // extractorRuns counts one Docstrings call's runs: a runner that fails every run (the engine
 // is gone, every run times out) ends the call rather than halving every batch down to its
-// files.
-type extractorRuns struct{ ok, failed int }
+// files. budget is the time the runs may take.
+type extractorRuns struct {
+	ok, failed int
+	budget     *extractorBudget
+}
 
 // maxFailedRuns is how many runs may fail before any succeeds.
 const maxFailedRuns = 8
@@ -124,15 +183,26 @@ const maxFailedRuns = 8
 // batch parses paths, splitting it when a run fails, and runs again for the files a run left
 // out for want of output budget.
 func (x *PythonExtractor) batch(ctx context.Context, runs *extractorRuns, paths []string, files map[string][]byte, out map[string]PyFile) error {
+	b := runs.budget
 	for len(paths) > 0 {
-		got, err := x.run(ctx, paths, files)
+		if b.left() <= 0 {
+			x.outOfTime(b, paths, out)
+			return nil
+		}
+		got, err := x.timedRun(ctx, b, paths, files)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
 			runs.failed++
+			b.failed++
 			if runs.ok == 0 && runs.failed >= maxFailedRuns {
 				return fmt.Errorf("the Python extractor failed on its first %d runs: %w", runs.failed, err)
+			}
+			if b.left() <= 0 {
+				// Halving would only run again what there is no time left for.
+				x.outOfTime(b, paths, out)
+				return nil
 			}
 			if len(paths) == 1 {
 				x.log.Warn("docstrings: the Python extractor failed on a file", "file", paths[0], "error", err)
@@ -152,6 +222,34 @@ func (x *PythonExtractor) batch(ctx context.Context, runs *extractorRuns, paths 
 		paths = paths[len(got):]
 	}
 	return nil
+}
+
+// timedRun is run within what is left of b, its time spent from b.
+func (x *PythonExtractor) timedRun(ctx context.Context, b *extractorBudget, paths []string, files map[string][]byte) ([]PyFile, error) {
+	runCtx, cancel := context.WithTimeout(ctx, b.left())
+	defer cancel()
+	start := x.now()
+	got, err := x.run(runCtx, paths, files)
+	b.spent += x.now().Sub(start)
+	return got, err
+}
+
+// outOfTime fails the files of paths not parsed yet: b is spent.
+func (x *PythonExtractor) outOfTime(b *extractorBudget, paths []string, out map[string]PyFile) {
+	why := fmt.Sprintf("not parsed: the Python extractor's %v for this repository is spent (%d of its runs failed); tried again next sync",
+		b.limit, b.failed)
+	n := 0
+	for _, p := range paths {
+		if _, ok := out[p]; !ok {
+			out[p] = PyFile{Failed: why}
+			n++
+		}
+	}
+	if !b.warned {
+		b.warned = true
+		x.log.Warn("docstrings: the Python extractor's time budget is spent; the files not parsed yet are skipped",
+			"budget", b.limit.String(), "failed_runs", b.failed, "files", n)
+	}
 }
 
 // run runs the extractor once on paths and returns the files it reported, in order (at least

@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/osc-assistant/assistant/config"
+	"github.com/osc-assistant/assistant/ingest/ingesttest"
 	"github.com/osc-assistant/assistant/sandbox"
 )
 
@@ -314,5 +318,109 @@ func TestPythonExtractorGivesUp(t *testing.T) {
 	// Not the hundreds of runs halving every batch down to its files would take.
 	if n := b.runs.Load(); n != maxFailedRuns {
 		t.Errorf("%d runs, want %d", n, maxFailedRuns)
+	}
+}
+
+// timingRunner plays the extractor on a test clock: a run holding a file with SLOW in it
+// times out after 60 s (as the sandbox's limit ends it), any other takes a second and gives
+// each file a module docstring.
+type timingRunner struct {
+	clk  *pClock
+	runs atomic.Int32
+}
+
+func (r *timingRunner) Run(ctx context.Context, _ string, data map[string][]byte) (string, error) {
+	r.runs.Add(1)
+	var params struct {
+		Files []string `json:"files"`
+	}
+	if err := json.Unmarshal(data["params.json"], &params); err != nil {
+		return "", err
+	}
+	for _, n := range params.Files {
+		if bytes.Contains(data[n], []byte("SLOW")) {
+			r.clk.Sleep(ctx, 60*time.Second)
+			return "", errors.New("the extractor's run ended timeout ()")
+		}
+	}
+	r.clk.Sleep(ctx, time.Second)
+	var b strings.Builder
+	for _, n := range params.Files {
+		fmt.Fprintf(&b, `{"file":%q,"symbols":[["","module",1,"Doc."]]}`+"\n", n)
+	}
+	fmt.Fprintf(&b, `{"end": %d}`+"\n", len(params.Files))
+	return b.String(), nil
+}
+
+// Each file that times out costs a run of the sandbox's full limit while its batch is halved
+// down to it: the runs of one call are bounded by a time budget, and once it is spent the
+// files not parsed yet fail saying so.
+func TestPythonExtractorTimeBudget(t *testing.T) {
+	clk := newPClock()
+	r := &timingRunner{clk: clk}
+	x := NewPythonExtractor(r, nil)
+	x.now = clk.Now
+	files := map[string][]byte{"a.py": []byte(`"""Fine."""`)}
+	for i := range 40 {
+		files[fmt.Sprintf("slow%02d.py", i)] = []byte("# SLOW\n")
+	}
+	start := clk.Now()
+	got, err := x.Docstrings(context.Background(), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := got["a.py"]; f.Failed != "" || len(f.Symbols) != 1 {
+		t.Errorf("a.py: %+v, want parsed", f)
+	}
+	spent := clk.Now().Sub(start)
+	if spent > DefaultExtractorBudget+time.Minute {
+		t.Errorf("the runs took %v of the test clock in %d runs, want at most the %v budget and one run", spent, r.runs.Load(), DefaultExtractorBudget)
+	}
+	budgetFailed := 0
+	for p, f := range got {
+		switch {
+		case p == "a.py":
+		case strings.HasPrefix(f.Failed, "not parsed: the Python extractor's 10m0s for this repository is spent ("):
+			budgetFailed++
+		case !strings.HasPrefix(f.Failed, "the parser failed on it: "):
+			t.Errorf("%s: %+v", p, f)
+		}
+	}
+	if budgetFailed == 0 || len(got) != len(files) {
+		t.Errorf("%d files failed for want of time, %d of %d answered; want the rest failed so", budgetFailed, len(got), len(files))
+	}
+}
+
+// The budget is one repository's: shared by the source's calls for its chunks of files, and
+// fresh for the next repository.
+func TestDocstringsPythonBudgetPerRepository(t *testing.T) {
+	g := ingesttest.NewGitHubTrees(t)
+	for i := range 150 { // three chunks of 64 files
+		g.SetFile("slow/repo", "main", fmt.Sprintf("pkg/m%03d.py", i), "# SLOW\n")
+	}
+	g.SetFile("slow/repo", "main", "pkg/a.py", `"""Fine."""`)
+	g.SetFile("fast/repo", "main", "fast.py", `"""Fast."""`)
+	clk := newPClock()
+	r := &timingRunner{clk: clk}
+	x := NewPythonExtractor(r, nil)
+	x.now = clk.Now
+	x.Budget = 7 * time.Minute // a.py parses after six failed runs (64 files halved down to two)
+	st := paperStore(t)
+	d := NewDocstrings(DocstringsOptions{Store: st, APIURL: g.APIURL, RawURL: g.RawURL, Python: x, Now: clk.Now, Sleep: clk.Sleep})
+	c := &config.Community{ID: "x", Docstrings: &config.Docstrings{Repos: []config.DocstringRepo{
+		{Repo: "slow/repo", Branch: "main", Languages: []string{"python"}},
+		{Repo: "fast/repo", Branch: "main", Languages: []string{"python"}},
+	}}}
+	start := clk.Now()
+	if _, err := d.Sync(context.Background(), c, RunOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// 7 minutes and the last run over it, then the other repository's one run.
+	if spent := clk.Now().Sub(start); spent > 8*time.Minute+time.Second {
+		t.Errorf("the syncs took %v of the test clock in %d runs, want at most 8m1s", spent, r.runs.Load())
+	}
+	rows := published(t, st, "x", `SELECT repo, file_path FROM docstrings ORDER BY repo`)
+	if fmt.Sprint(rows) != "[[fast/repo fast.py] [slow/repo pkg/a.py]]" {
+		t.Errorf("rows %v, want both fine files", rows)
 	}
 }
