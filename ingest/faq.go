@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,8 +34,30 @@ type Usage struct {
 // Model completes one prompt with the model of a faq_generation agent (its model, provider,
 // temperature and caching). system may be "" (the scoring stage sends one user message).
 // cmd adapts the chat package's providers to it.
+//
+// An error wrapping ErrModelUnavailable (or a transport error, or ctx's deadline) says the
+// model cannot be reached now rather than that the thread failed. A Model may also have a
+// method Ready() error, called once before a run: its error (no API key) fails the run
+// before any call.
 type Model interface {
 	Complete(ctx context.Context, agent config.Agent, system, prompt string, maxTokens int) (text string, usage Usage, err error)
+}
+
+// ErrModelUnavailable is wrapped by a Model's errors that say it cannot be reached now (the
+// provider's outage or rate limit, a refused key): the thread is left for the next run, and
+// a list stops after maxUnavailable such errors in a row.
+var ErrModelUnavailable = errors.New("the model is unavailable")
+
+// readyModel is a Model that can tell before a run that no call can succeed.
+type readyModel interface {
+	Ready() error
+}
+
+// unavailable reports whether a model call's error is the model's, not the thread's: a
+// transport error, a timeout, or ErrModelUnavailable.
+func unavailable(err error) bool {
+	var ne net.Error
+	return (errors.Is(err, ErrModelUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne))
 }
 
 // FAQOptions are the FAQ source's dependencies.
@@ -42,8 +65,9 @@ type FAQOptions struct {
 	Store *knowledge.Store
 	Model Model
 	// Spend is told the usage of every model call, for cmd to record against the community's
-	// budget. An error from it (the budget is spent) stops the run where it is: what was
-	// decided is stored, the threads not reached wait for the next run.
+	// budget, and is called with a zero Usage before a run's first call, to check it. An
+	// error from it (the budget is spent) stops the run where it is: what was decided is
+	// stored, the threads not reached wait for the next run.
 	Spend  func(ctx context.Context, community string, u Usage) error
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -60,9 +84,12 @@ type FAQ struct {
 	// MaxThreads bounds the threads one run takes up per list (the most messages first), so
 	// a first run over a long archive spreads its cost over several runs; 0 is no bound.
 	MaxThreads int
+	// CallTimeout bounds one model call, so a provider that stops answering fails the call
+	// instead of holding the run (and its lease) for ever.
+	CallTimeout time.Duration
 }
 
-// NewFAQ returns the FAQ source; MaxThreads is 500.
+// NewFAQ returns the FAQ source; MaxThreads is 500, CallTimeout 2 minutes.
 func NewFAQ(o FAQOptions) *FAQ {
 	log := o.Logger
 	if log == nil {
@@ -72,7 +99,8 @@ func NewFAQ(o FAQOptions) *FAQ {
 	if spend == nil {
 		spend = func(context.Context, string, Usage) error { return nil }
 	}
-	return &FAQ{store: o.Store, model: o.Model, spend: spend, now: newClock(o.Now, nil).now, log: log, MaxThreads: 500}
+	return &FAQ{store: o.Store, model: o.Model, spend: spend, now: newClock(o.Now, nil).now, log: log, MaxThreads: 500,
+		CallTimeout: 2 * time.Minute}
 }
 
 // Type is TypeFAQ.
@@ -96,6 +124,9 @@ const (
 	maxQuestion   = 2000
 	maxTags       = 10
 	maxTagChars   = 50
+	// maxUnavailable is how many calls in a row may find the model unavailable before a
+	// list stops (offline, every thread would fail the same way).
+	maxUnavailable = 3
 )
 
 // The status reasons of §6.10.
@@ -107,7 +138,8 @@ const (
 // errSpend marks a stop asked for by Spend.
 var errSpend = errors.New("FAQ generation stopped by the budget")
 
-// Sync generates FAQ entries for each mailing list in turn.
+// Sync generates FAQ entries for each mailing list in turn. A model that cannot be called
+// at all (Ready) or a budget already spent fails the run before any call.
 func (f *FAQ) Sync(ctx context.Context, c *config.Community, _ RunOptions, progress func(Progress)) (Result, error) {
 	if progress == nil {
 		progress = func(Progress) {}
@@ -116,16 +148,35 @@ func (f *FAQ) Sync(ctx context.Context, c *config.Community, _ RunOptions, progr
 	if !f.Has(c) {
 		return res, nil
 	}
+	g := c.FAQGeneration
+	rules, enabled := rulesOf(g)
+	if !enabled {
+		return res, nil
+	}
+	if g.EvaluationAgent == nil || g.SummaryAgent == nil {
+		return res, errors.New("faq_generation needs an evaluation_agent and a summary_agent")
+	}
+	if f.model == nil {
+		return res, errors.New("no model to generate FAQ entries with")
+	}
+	if r, ok := f.model.(readyModel); ok {
+		if err := r.Ready(); err != nil {
+			return res, err
+		}
+	}
+	if err := f.spend(ctx, c.ID, Usage{}); err != nil {
+		return res, fmt.Errorf("%w: %v", errSpend, err)
+	}
 	for _, m := range c.Mailman {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		n, err := f.syncList(ctx, c, m.ListName, func(p Progress) { p.Source = m.ListName; progress(p) })
+		n, err := f.syncList(ctx, c, m.ListName, rules, func(p Progress) { p.Source = m.ListName; progress(p) })
 		res.Items += n
 		progress(Progress{Source: m.ListName, Items: n, Done: true, Err: err})
 		if err != nil {
+			// The runner logs the run's failures, once.
 			res.Failed = append(res.Failed, SourceError{Source: m.ListName, Err: err})
-			f.log.Warn("faq generation: list failed", "community", c.ID, "list", m.ListName, "error", err)
 			if errors.Is(err, errSpend) {
 				break
 			}
@@ -152,40 +203,27 @@ func rulesOf(g *config.FAQGeneration) (faqRules, bool) {
 	return r, true
 }
 
-// syncList decides the list's candidate threads and returns the entries it created.
-func (f *FAQ) syncList(ctx context.Context, c *config.Community, list string, progress func(Progress)) (int, error) {
+// syncList decides the list's candidate threads and returns the entries it created. The
+// candidates are chosen by one query of the threads' sizes, and each thread's messages read
+// just before it is decided, each in a short transaction of its own: the archive is never
+// held in memory, nor the writer lock across it.
+func (f *FAQ) syncList(ctx context.Context, c *config.Community, list string, rules faqRules, progress func(Progress)) (int, error) {
 	g := c.FAQGeneration
-	rules, enabled := rulesOf(g)
-	if !enabled {
-		return 0, nil
-	}
-	if g.EvaluationAgent == nil || g.SummaryAgent == nil {
-		return 0, errors.New("faq_generation needs an evaluation_agent and a summary_agent")
-	}
-	if f.model == nil {
-		return 0, errors.New("no model to generate FAQ entries with")
-	}
 	start := f.now()
-	var threads []knowledge.Thread
-	var statuses map[string]knowledge.SummaryStatus
+	var cands []knowledge.ThreadSize
 	if err := f.store.Update(ctx, c.ID, func(_ context.Context, tx *knowledge.Tx) error {
 		var err error
-		if threads, err = tx.Threads(list); err != nil {
-			return err
-		}
-		statuses, err = tx.SummaryStatuses(list)
+		cands, err = tx.ThreadCandidates(list, rules.minMessages, rules.minParticipants, f.MaxThreads)
 		return err
 	}); err != nil {
 		return 0, err
 	}
-	cands := candidates(threads, statuses, rules)
-	if f.MaxThreads > 0 && len(cands) > f.MaxThreads {
-		cands = cands[:f.MaxThreads]
-	}
 	var entries []knowledge.FAQEntry
 	var decided []knowledge.SummaryStatus
-	created, done, modelErrs := 0, 0, 0
-	var lastModelErr error
+	// down counts the calls in a row that found the model unavailable, unreached the threads
+	// it left undecided.
+	created, done, modelErrs, down, unreached := 0, 0, 0, 0, 0
+	var lastModelErr, lastDown error
 	flush := func() error {
 		if len(entries) == 0 && len(decided) == 0 {
 			return nil
@@ -204,14 +242,28 @@ func (f *FAQ) syncList(ctx context.Context, c *config.Community, list string, pr
 		return err
 	}
 	var stop error
-	for _, t := range cands {
+	for _, cand := range cands {
 		if err := ctx.Err(); err != nil {
 			stop = err
 			break
 		}
-		e, st, failure, spent := f.decide(ctx, c.ID, g, rules, t)
-		if failure != nil && ctx.Err() != nil {
-			st.Status = "" // it failed because the run was stopped: not the thread's fault
+		var ms []knowledge.Message
+		if err := f.store.Update(ctx, c.ID, func(_ context.Context, tx *knowledge.Tx) error {
+			var err error
+			ms, err = tx.ThreadMessages(list, cand.ThreadID)
+			return err
+		}); err != nil {
+			stop = err
+			break
+		}
+		if len(ms) == 0 {
+			continue // gone since the candidates were chosen
+		}
+		t := knowledge.Thread{List: list, ThreadID: cand.ThreadID, Messages: ms}
+		e, st, failure, spent := f.decide(ctx, c.ID, g, rules, t, cand.Participants)
+		if failure != nil && (ctx.Err() != nil || unavailable(failure)) {
+			// Not the thread's fault (the run was stopped, the model is down): left undecided.
+			st.Status = ""
 		}
 		if st.Status != "" {
 			decided = append(decided, st)
@@ -220,15 +272,27 @@ func (f *FAQ) syncList(ctx context.Context, c *config.Community, list string, pr
 		if e != nil {
 			entries = append(entries, *e)
 		}
-		if failure != nil {
+		switch {
+		case failure != nil && unavailable(failure):
+			down++
+			unreached++
+			lastDown = failure
+		case failure != nil:
+			down = 0
 			modelErrs++
 			lastModelErr = failure
+		default:
+			down = 0
 		}
 		if spent != nil || ctx.Err() != nil {
 			stop = cmp.Or(spent, ctx.Err())
 			break
 		}
-		if done%faqFlushEvery == 0 {
+		if down == maxUnavailable {
+			stop = fmt.Errorf("the model could not be reached %d times in a row; the other threads wait for the next run: %w", down, failure)
+			break
+		}
+		if st.Status != "" && done%faqFlushEvery == 0 {
 			if err := flush(); err != nil {
 				return created, err
 			}
@@ -241,6 +305,9 @@ func (f *FAQ) syncList(ctx context.Context, c *config.Community, list string, pr
 	if stop != nil {
 		return created, stop
 	}
+	if unreached > 0 {
+		return created, fmt.Errorf("the model could not be reached for %d of %d threads; they wait for the next run: %w", unreached, len(cands), lastDown)
+	}
 	if done > 0 && modelErrs == done {
 		return created, fmt.Errorf("the model failed on every thread: %w", lastModelErr)
 	}
@@ -250,48 +317,21 @@ func (f *FAQ) syncList(ctx context.Context, c *config.Community, list string, pr
 	return created, err
 }
 
-// candidates are the threads to decide, most messages first: not summarized or skipped
-// already (failed and pending ones are tried again), with enough messages and participants.
-func candidates(threads []knowledge.Thread, statuses map[string]knowledge.SummaryStatus, r faqRules) []knowledge.Thread {
-	var out []knowledge.Thread
-	for _, t := range threads {
-		switch statuses[t.ThreadID].Status {
-		case "summarized", "skipped":
-			continue
-		}
-		if len(t.Messages) < r.minMessages || participants(t.Messages) < r.minParticipants {
-			continue
-		}
-		out = append(out, t)
-	}
-	slices.SortStableFunc(out, func(a, b knowledge.Thread) int { return len(b.Messages) - len(a.Messages) })
-	return out
-}
-
-// participants counts a thread's distinct authors (by name, else address; at least one).
-func participants(ms []knowledge.Message) int {
-	seen := map[string]bool{}
-	for _, m := range ms {
-		k := strings.ToLower(strings.TrimSpace(m.Author))
-		if k == "" {
-			k = strings.ToLower(strings.TrimSpace(m.AuthorEmail))
-		}
-		if k != "" {
-			seen[k] = true
-		}
-	}
-	return max(len(seen), 1)
-}
-
-// decide scores one thread and, when it is good enough, summarises it. It returns the entry
-// (nil unless summarized), the status (Status "" when the thread was left undecided), why the
-// thread failed (a model's error or an unreadable reply), and stop, set when Spend asked the
-// run to stop (what was paid for is still returned).
-func (f *FAQ) decide(ctx context.Context, id string, g *config.FAQGeneration, r faqRules, t knowledge.Thread) (e *knowledge.FAQEntry, st knowledge.SummaryStatus, failure, stop error) {
+// decide scores one thread (of participants distinct authors) and, when it is good enough,
+// summarises it. It returns the entry (nil unless summarized), the status (Status "" when
+// the thread was left undecided), why the thread failed (a model's error or an unreadable
+// reply), and stop, set when Spend asked the run to stop (what was paid for is still
+// returned). A model found unavailable is not logged here: the list's stop says it once.
+func (f *FAQ) decide(ctx context.Context, id string, g *config.FAQGeneration, r faqRules, t knowledge.Thread, participants int) (e *knowledge.FAQEntry, st knowledge.SummaryStatus, failure, stop error) {
 	st = knowledge.SummaryStatus{List: t.List, ThreadID: t.ThreadID, AttemptedAt: f.now()}
 	text := ThreadText(t.Messages)
 	call := func(agent *config.Agent, system, prompt string, maxTokens int) (string, error) {
-		reply, u, err := f.model.Complete(ctx, *agent, system, prompt, maxTokens)
+		cctx, cancel := context.WithTimeout(ctx, f.CallTimeout)
+		reply, u, err := f.model.Complete(cctx, *agent, system, prompt, maxTokens)
+		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no answer from the model within %s: %w", f.CallTimeout, err)
+		}
+		cancel()
 		st.Tokens += u.InputTokens + u.OutputTokens
 		st.Cost += u.CostUSD
 		if serr := f.spend(ctx, id, u); serr != nil && stop == nil {
@@ -307,7 +347,9 @@ func (f *FAQ) decide(ctx context.Context, id string, g *config.FAQGeneration, r 
 			err = fmt.Errorf("no score in the reply %q", capChars(reply, 80))
 		}
 		st.Status, st.FailureReason = "failed", reasonScoreFailed
-		f.log.Warn("faq generation: scoring failed", "community", id, "list", t.List, "thread", t.ThreadID, "error", err)
+		if !unavailable(err) {
+			f.log.Warn("faq generation: scoring failed", "community", id, "list", t.List, "thread", t.ThreadID, "error", err)
+		}
 		return nil, st, err, stop
 	case score < r.threshold:
 		st.Status, st.FailureReason = "skipped", fmt.Sprintf("Quality score %.2f below threshold", score)
@@ -324,13 +366,15 @@ func (f *FAQ) decide(ctx context.Context, id string, g *config.FAQGeneration, r 
 	}
 	if err != nil {
 		st.Status, st.FailureReason = "failed", reasonSummaryFailed
-		f.log.Warn("faq generation: summary failed", "community", id, "list", t.List, "thread", t.ThreadID, "error", err)
+		if !unavailable(err) {
+			f.log.Warn("faq generation: summary failed", "community", id, "list", t.List, "thread", t.ThreadID, "error", err)
+		}
 		return nil, st, err, stop
 	}
 	first := t.Messages[0]
 	e = &knowledge.FAQEntry{List: t.List, ThreadID: t.ThreadID, ThreadURL: threadURL(first.URL, t.ThreadID),
 		Question: sum.Question, Answer: sum.Answer, Tags: sum.Tags, Category: sum.Category,
-		MessageCount: len(t.Messages), ParticipantCount: participants(t.Messages), FirstMessageDate: first.Date,
+		MessageCount: len(t.Messages), ParticipantCount: participants, FirstMessageDate: first.Date,
 		Quality: score, SummarizedAt: f.now(), Model: g.SummaryAgent.Model}
 	st.Status = "summarized"
 	return e, st, nil, stop

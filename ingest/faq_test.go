@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -144,8 +150,9 @@ func TestFAQSync(t *testing.T) {
 	if d := cmp.Diff([]string{"score G", "score A", "summary A", "score B", "score E", "score F", "summary F"}, model.Calls()); d != "" {
 		t.Errorf("calls (-want +got):\n%s", d)
 	}
-	if len(spent) != 7 {
-		t.Errorf("%d calls recorded as spent, want 7", len(spent))
+	// The budget is checked (a zero usage) before the first call, then told every call's.
+	if len(spent) != 8 || spent[0] != (Usage{}) || spent[1].CostUSD == 0 {
+		t.Errorf("spend told %v, want a zero check then the 7 calls", spent)
 	}
 	entries := published(t, st, "hed", `SELECT thread_id, thread_url, question, answer, tags, category, message_count, participant_count,
 		first_message_date, quality_score, summary_model FROM faq_entries`)
@@ -241,7 +248,10 @@ func TestFAQBudgetStops(t *testing.T) {
 		"G": {"score": "0.2"}, "A": {"score": "0.9", "summary": summaryA}, "B": {"score": "0.1"},
 	}}
 	calls := 0
-	f := NewFAQ(FAQOptions{Store: st, Model: model, Spend: func(context.Context, string, Usage) error {
+	f := NewFAQ(FAQOptions{Store: st, Model: model, Spend: func(_ context.Context, _ string, u Usage) error {
+		if u == (Usage{}) {
+			return nil // the check before the first call
+		}
 		calls++
 		if calls >= 3 {
 			return errors.New("monthly budget of $5.00 reached")
@@ -266,6 +276,29 @@ func TestFAQBudgetStops(t *testing.T) {
 	}
 	if got := published(t, st, "hed", `SELECT count(*) FROM sync_metadata`); got[0][0] != "0" {
 		t.Errorf("sync_metadata written by a stopped run")
+	}
+}
+
+// TestFAQBudgetSpentAtStart: a run that starts with the budget spent makes no model call
+// (not even one scoring call) and fails saying why.
+func TestFAQBudgetSpentAtStart(t *testing.T) {
+	st := paperStore(t)
+	seedThreads(t, st)
+	model := &scriptedModel{replies: map[string]map[string]string{"G": {"score": "0.2"}}}
+	var told []Usage
+	f := NewFAQ(FAQOptions{Store: st, Model: model, Spend: func(_ context.Context, _ string, u Usage) error {
+		told = append(told, u)
+		return errors.New("daily budget of $1.00 reached")
+	}})
+	_, err := f.Sync(context.Background(), faqCommunity(), RunOptions{}, nil)
+	if !errors.Is(err, errSpend) || !strings.Contains(err.Error(), "daily budget of $1.00 reached") {
+		t.Errorf("a run with the budget spent: %v", err)
+	}
+	if calls := model.Calls(); len(calls) != 0 {
+		t.Errorf("model calls %q with the budget spent, want none", calls)
+	}
+	if len(told) != 1 || told[0] != (Usage{}) {
+		t.Errorf("spend told %v, want one zero check", told)
 	}
 }
 
@@ -368,4 +401,164 @@ func FuzzParseSummary(f *testing.F) {
 			}
 		}
 	})
+}
+
+// downModel is a Model whose calls all fail with err, or, when err is nil, wait for their
+// context to end; ready is Ready's error.
+type downModel struct {
+	err   error
+	ready error
+	calls atomic.Int32
+}
+
+func (m *downModel) Complete(ctx context.Context, _ config.Agent, _, _ string, _ int) (string, Usage, error) {
+	m.calls.Add(1)
+	if m.err != nil {
+		return "", Usage{}, m.err
+	}
+	<-ctx.Done()
+	return "", Usage{}, ctx.Err()
+}
+
+func (m *downModel) Ready() error { return m.ready }
+
+// TestFAQModelUnavailable: offline, a stalled provider or its outage, a list stops after
+// three calls in a row that found the model unavailable, with one error and no warning per
+// thread, and the threads are not marked failed: the next run decides them.
+func TestFAQModelUnavailable(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"connection refused", fmt.Errorf("Post \"https://openrouter.ai/api/v1/chat/completions\": %w", refused), "dial tcp: connection refused"},
+		{"the provider's outage", fmt.Errorf("%w: openai API error: 503", ErrModelUnavailable), "openai API error: 503"},
+		{"no answer", nil, "no answer from the model within 1ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := paperStore(t)
+			seedThreads(t, st)
+			logs := &runLog{}
+			model := &downModel{err: tc.err}
+			f := NewFAQ(FAQOptions{Store: st, Model: model, Logger: slog.New(logs)})
+			f.CallTimeout = time.Millisecond
+			res, err := f.Sync(context.Background(), faqCommunity(), RunOptions{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := model.calls.Load(); n != maxUnavailable {
+				t.Errorf("%d model calls, want %d", n, maxUnavailable)
+			}
+			if len(res.Failed) != 1 || !strings.Contains(res.Failed[0].Err.Error(), "the model could not be reached 3 times in a row") ||
+				!strings.Contains(res.Failed[0].Err.Error(), tc.want) {
+				t.Errorf("failed %v", res.Failed)
+			}
+			if warns := logs.messages(slog.LevelWarn); len(warns) != 0 {
+				t.Errorf("warnings %q, want none (the runner logs the run's failure once)", warns)
+			}
+			if got := published(t, st, "hed", `SELECT count(*) FROM summarization_status`); got[0][0] != "0" {
+				t.Errorf("%s threads marked although the model was unavailable", got[0][0])
+			}
+			good := &scriptedModel{replies: map[string]map[string]string{"G": {"score": "0.1"}, "A": {"score": "0.1"}, "B": {"score": "0.1"},
+				"E": {"score": "0.1"}, "F": {"score": "0.1"}}}
+			if res, err := NewFAQ(FAQOptions{Store: st, Model: good}).Sync(context.Background(), faqCommunity(), RunOptions{}, nil); err != nil || len(res.Failed) != 0 {
+				t.Fatal(err, res)
+			}
+			if calls := good.Calls(); len(calls) != 5 {
+				t.Errorf("the next run scored %q, want the 5 threads", calls)
+			}
+		})
+	}
+}
+
+// TestFAQModelUnavailableNowAndThen: calls that find the model unavailable between ones
+// that work do not stop the list, but the run says how many threads wait.
+func TestFAQModelUnavailableNowAndThen(t *testing.T) {
+	st := paperStore(t)
+	seedThreads(t, st)
+	model := &scriptedModel{replies: map[string]map[string]string{"G": {"score": "0.1"}, "A": {"score": "0.1"}, "E": {"score": "0.1"}}}
+	flaky := &flakyModel{Model: model, fail: map[string]bool{"B": true, "F": true}}
+	res, err := NewFAQ(FAQOptions{Store: st, Model: flaky}).Sync(context.Background(), faqCommunity(), RunOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) != 1 || !strings.Contains(res.Failed[0].Err.Error(), "the model could not be reached for 2 of 5 threads") {
+		t.Errorf("failed %v", res.Failed)
+	}
+	got := published(t, st, "hed", `SELECT thread_id, status FROM summarization_status ORDER BY thread_id`)
+	if d := cmp.Diff([][]string{{"000101", "skipped"}, {"000109", "skipped"}, {"000113", "skipped"}}, got); d != "" {
+		t.Errorf("statuses (-want +got):\n%s", d)
+	}
+}
+
+// flakyModel finds the model unavailable for the threads whose marker fail names.
+type flakyModel struct {
+	Model
+	fail map[string]bool
+}
+
+func (m *flakyModel) Complete(ctx context.Context, agent config.Agent, system, prompt string, maxTokens int) (string, Usage, error) {
+	if i := strings.Index(prompt, "Subject: ["); i >= 0 && m.fail[prompt[i+10:i+11]] {
+		return "", Usage{}, fmt.Errorf("%w: openai API error: 502", ErrModelUnavailable)
+	}
+	return m.Model.Complete(ctx, agent, system, prompt, maxTokens)
+}
+
+// TestFAQModelNotReady: a model that cannot be called at all (no API key) fails the run at
+// once, with its error, before any call.
+func TestFAQModelNotReady(t *testing.T) {
+	st := paperStore(t)
+	seedThreads(t, st)
+	logs := &runLog{}
+	model := &downModel{ready: errors.New("FAQ generation needs the platform's OpenRouter key (OPENROUTER_API_KEY)")}
+	res, err := NewFAQ(FAQOptions{Store: st, Model: model, Logger: slog.New(logs)}).Sync(context.Background(), faqCommunity(), RunOptions{}, nil)
+	if err == nil || err.Error() != model.ready.Error() || len(res.Failed) != 0 {
+		t.Errorf("Sync = %+v, %v; want the key's error alone", res, err)
+	}
+	if n := model.calls.Load(); n != 0 {
+		t.Errorf("%d model calls without a key", n)
+	}
+	if warns := logs.messages(slog.LevelWarn); len(warns) != 0 {
+		t.Errorf("warnings %q", warns)
+	}
+}
+
+// TestFAQReadsOnlyItsThreads: a run chooses its threads by their sizes and reads the messages
+// of the ones it takes up only, not the archive: over an archive of about 6 MB of bodies, a
+// run of two threads allocates well under that.
+func TestFAQReadsOnlyItsThreads(t *testing.T) {
+	st := paperStore(t)
+	body := strings.Repeat("word ", 2000) // 10,000 characters, the cap
+	var ms []knowledge.Message
+	for i := range 300 {
+		root := fmt.Sprintf("%06d", 2*i+1)
+		for j, a := range []string{"Alice", "Bob"} {
+			id := fmt.Sprintf("%06d", 2*i+1+j)
+			ms = append(ms, knowledge.Message{List: "hed-list", MessageID: id, ThreadID: root, Subject: fmt.Sprintf("[%c] Thread %d", 'A'+i%26, i),
+				Author: a, Date: "Mon Feb 1 10:00:00 CET 2024", Body: body, URL: listURL + id + ".html", Year: 2024})
+		}
+	}
+	if err := st.Update(context.Background(), "hed", func(_ context.Context, tx *knowledge.Tx) error {
+		_, err := tx.UpsertMessages(ms)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	model := &downModel{err: errors.New("provider: 400 Bad Request")}
+	f := NewFAQ(FAQOptions{Store: st, Model: model})
+	f.MaxThreads = 2
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := f.Sync(context.Background(), faqCommunity(), RunOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if n := model.calls.Load(); n != 2 {
+		t.Errorf("%d calls, want 2", n)
+	}
+	const archive = 300 * 2 * 10000
+	if got := after.TotalAlloc - before.TotalAlloc; got > archive/3 {
+		t.Errorf("a run of 2 threads allocated %d bytes over an archive of %d bytes of bodies", got, archive)
+	}
 }

@@ -43,6 +43,9 @@ func (s *Store) Update(ctx context.Context, id string, fn func(ctx context.Conte
 		if err != nil {
 			return fmt.Errorf("knowledge store: %w", err)
 		}
+		// Rolled back on a panic in fn too (a no-op after the commit): ctx may never end, and
+		// an open transaction would lock the working copy for every later writer.
+		defer stx.Rollback()
 		tx := &Tx{ctx: ctx, tx: stx, now: timestamp(time.Now())}
 		if err := fn(ctx, tx); err != nil {
 			stx.Rollback()
@@ -485,6 +488,80 @@ func (tx *Tx) Threads(list string) ([]Thread, error) {
 		return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
 	}
 	return threads, nil
+}
+
+// ThreadSize is a mailing-list thread's size, for choosing the threads FAQ generation takes
+// up without reading their messages.
+type ThreadSize struct {
+	ThreadID string
+	// Messages counts its messages; Participants its distinct authors (at least one).
+	Messages, Participants int
+	// FirstDate is its first message's date, as written.
+	FirstDate string
+}
+
+// ThreadCandidates returns list's threads that FAQ generation has neither summarized nor
+// skipped, with at least minMessages messages and minParticipants distinct authors, the most
+// messages first and then in the order of their first messages, at most limit (0: no limit).
+// It is one GROUP BY over the list's messages, reading no body. Authors are told apart by
+// name, trimmed of spaces and with ASCII letters lower-cased, else by address.
+func (tx *Tx) ThreadCandidates(list string, minMessages, minParticipants, limit int) ([]ThreadSize, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	// printf('%30s') right-aligns a message id, so the smallest is the first message by
+	// number (pipermail's ids are numbers, of any length up to 30); the bare date is that
+	// row's, as SQLite gives a bare column beside a lone min().
+	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT thread, n, max(people, 1), first_date FROM (
+			SELECT COALESCE(NULLIF(thread_id, ''), message_id) AS thread, count(*) AS n,
+				count(DISTINCT NULLIF(lower(COALESCE(NULLIF(trim(author), ''), trim(author_email), '')), '')) AS people,
+				min(printf('%30s', message_id)) AS first, date AS first_date
+			FROM mailing_list_messages WHERE list_name = ?1 GROUP BY thread)
+		WHERE n >= ?2 AND max(people, 1) >= ?3 AND NOT EXISTS (SELECT 1 FROM summarization_status s
+			WHERE s.list_name = ?1 AND s.thread_id = thread AND s.status IN ('summarized', 'skipped'))
+		ORDER BY n DESC, first LIMIT ?4`, list, minMessages, minParticipants, limit)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
+	}
+	defer rows.Close()
+	var out []ThreadSize
+	for rows.Next() {
+		var t ThreadSize
+		if err := rows.Scan(&t.ThreadID, &t.Messages, &t.Participants, &t.FirstDate); err != nil {
+			return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
+	}
+	return out, nil
+}
+
+// ThreadMessages returns one thread of list, its messages in archive order, as Threads
+// groups them (a message without a thread id is the thread of its own id).
+func (tx *Tx) ThreadMessages(list, threadID string) ([]Message, error) {
+	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT message_id, COALESCE(thread_id, ''), subject, COALESCE(author, ''),
+			COALESCE(author_email, ''), date, COALESCE(body, ''), COALESCE(in_reply_to, ''), url, year
+		FROM mailing_list_messages
+		WHERE list_name = ?1 AND (thread_id = ?2 OR (COALESCE(thread_id, '') = '' AND message_id = ?2))
+		ORDER BY length(message_id), message_id`, list, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m := Message{List: list}
+		if err := rows.Scan(&m.MessageID, &m.ThreadID, &m.Subject, &m.Author, &m.AuthorEmail, &m.Date, &m.Body, &m.InReplyTo, &m.URL, &m.Year); err != nil {
+			return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
+	}
+	return out, nil
 }
 
 // UpsertFAQ stores FAQ entries: a new (list_name, thread_id) is inserted; a stored one gets
