@@ -17,7 +17,7 @@ import (
 
 // liveSearch is search_{id}_papers_live's search (the papers source's live OpenAlex search);
 // nil binds no live tool.
-type liveSearch func(ctx context.Context, query string, limit int) (text string, err error)
+type liveSearch func(ctx context.Context, community, query string, limit int) (text string, err error)
 
 // sourceState is what gates a community's source tools: its row counts, read once per
 // published database.
@@ -129,7 +129,7 @@ func (k *knowledgeDocs) Tools(id string) []chat.SourceTool {
 				Params: []chat.ToolParam{queryParam, limitParam(5)},
 				Run: func(ctx context.Context, a map[string]any) chat.KnowledgeResult {
 					start := time.Now()
-					text, err := live(ctx, str(a["query"]), num(a["limit"]))
+					text, err := live(ctx, id, str(a["query"]), num(a["limit"]))
 					k.observe(id, "search_papers_live", start, err != nil)
 					return chat.KnowledgeResult{Text: text}
 				}})

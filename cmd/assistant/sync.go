@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -108,7 +110,8 @@ func buildSources(d sourceDeps) (map[string]ingest.Source, error) {
 	if d.python != nil {
 		do.Python = ingest.NewPythonExtractor(d.python, d.log)
 	}
-	faq := ingest.NewFAQ(ingest.FAQOptions{Store: d.store, Model: &openRouterModel{key: d.env.orKey, base: d.env.orBase, prices: d.prices},
+	faq := ingest.NewFAQ(ingest.FAQOptions{Store: d.store,
+		Model: &openRouterModel{key: d.env.orKey, base: d.env.orBase, prices: d.prices, client: faqHTTPClient, log: d.log},
 		Spend: d.spend, Logger: d.log})
 	out := map[string]ingest.Source{}
 	for _, s := range []ingest.Source{gh, papers, ingest.NewDocstrings(do), mm, faq, disc} {
@@ -126,10 +129,36 @@ func (s *syncService) liveSearch() liveSearch {
 	if s == nil || s.papers == nil {
 		return nil
 	}
-	return func(ctx context.Context, query string, limit int) (string, error) {
+	return func(ctx context.Context, community, query string, limit int) (string, error) {
 		papers, err := s.papers.LiveSearch(ctx, query, limit)
+		if err == nil && len(papers) > 0 {
+			s.saveLive(community, papers)
+		}
 		return ingest.LiveText(query, papers, err), err
 	}
+}
+
+// liveSaveTimeout bounds the background save of one live search's papers (it waits for the
+// community's writer lock, which a sync's page may hold a while).
+const liveSaveTimeout = 30 * time.Second
+
+// saveLive stores a live search's papers in the background (§6.6: searchable after the next
+// publish), never before the reply. One save at a time per community: a search while one runs
+// is not saved, so a burst of searches costs one writer, not one goroutine each.
+func (s *syncService) saveLive(community string, papers []ingest.LivePaper) {
+	if _, busy := s.saving.LoadOrStore(community, struct{}{}); busy {
+		return
+	}
+	s.saves.Add(1)
+	go func() {
+		defer s.saves.Done()
+		defer s.saving.Delete(community)
+		ctx, cancel := context.WithTimeout(context.Background(), liveSaveTimeout)
+		defer cancel()
+		if err := s.papers.SaveLive(ctx, community, papers); err != nil {
+			s.log.Warn("knowledge: saving a live search's papers failed", slog.String("community", community), slog.Any("error", err))
+		}
+	}()
 }
 
 // engineRunner runs the docstring extractor in the server's Python engine: the files it parses
@@ -156,6 +185,25 @@ type openRouterModel struct {
 	key, base string
 	prices    map[string]chat.Price
 	client    *http.Client
+	log       *slog.Logger
+	// unpriced holds the models already warned of as missing from the price table.
+	unpriced sync.Map
+}
+
+// faqHTTPClient is the FAQ models' HTTP client: a provider that accepts the connection and
+// never answers fails at the headers, beside the per-call timeout the FAQ source sets.
+var faqHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = 90 * time.Second
+	return &http.Client{Transport: t}
+}()
+
+// Ready fails an FAQ run at once, before any call, when there is no OpenRouter key.
+func (m *openRouterModel) Ready() error {
+	if m.key == "" {
+		return errNoOpenRouterKey
+	}
+	return nil
 }
 
 // errNoOpenRouterKey fails an FAQ run when the platform has no OpenRouter key.
@@ -190,13 +238,36 @@ func (m *openRouterModel) Complete(ctx context.Context, agent config.Agent, syst
 		return nil
 	})
 	usage := ingest.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+	priced := false
 	for _, id := range []string{"openrouter/" + agent.Model, agent.Model} {
 		if pr, ok := m.prices[id]; ok {
 			usage.CostUSD = (float64(u.InputTokens)*pr.InputPerMTok + float64(u.OutputTokens)*pr.OutputPerMTok) / 1e6
+			priced = true
 			break
 		}
 	}
-	return text.String(), usage, err
+	if !priced && m.log != nil {
+		if _, warned := m.unpriced.LoadOrStore(agent.Model, true); !warned {
+			m.log.Warn("faq generation: the model is not in the price table, so its calls are not counted against the budget",
+				slog.String("model", limitText(agent.Model, 100)))
+		}
+	}
+	return text.String(), usage, modelError(err)
+}
+
+// modelError marks the provider's answers that say the model cannot be used now (a rate
+// limit, an outage, a refused key) as ingest.ErrModelUnavailable, so the FAQ run leaves the
+// thread for the next run and stops the list after a few, instead of failing every thread.
+func modelError(err error) error {
+	var ae *chat.APIError
+	if errors.As(err, &ae) {
+		switch {
+		case ae.Status == http.StatusTooManyRequests, ae.Status >= 500,
+			ae.Status == http.StatusUnauthorized, ae.Status == http.StatusForbidden, ae.Status == http.StatusPaymentRequired:
+			return fmt.Errorf("%w: %w", ingest.ErrModelUnavailable, err)
+		}
+	}
+	return err
 }
 
 // budgetSpend records an FAQ model call's cost against its community's budget, and stops the
@@ -235,6 +306,10 @@ type syncService struct {
 	jobs   *ingest.Jobs
 	spend  *budgetSpend
 	log    *slog.Logger
+	// saving holds the communities whose live results are being saved; saves counts the
+	// saves running, which Close waits for.
+	saving sync.Map
+	saves  sync.WaitGroup
 }
 
 // syncServiceOptions configure newSyncService.
@@ -305,6 +380,7 @@ func (s *syncService) Close() {
 		s.sched.Close()
 	}
 	s.jobs.Close()
+	s.saves.Wait()
 }
 
 const syncUsage = `usage: assistant sync [flags] github|papers|docstrings|discourse|mailman|faq|all
@@ -441,12 +517,11 @@ func runSync(ctx context.Context, args []string, getenv func(string) string, std
 		defer eng.Close(context.WithoutCancel(ctx))
 		deps.python = engineRunner{eng}
 	}
-	sources, err := buildSources(deps)
-	if err != nil {
-		fmt.Fprintln(stderr, "assistant sync:", err)
-		return 1
-	}
 	leases := ingest.NewLeaser(filepath.Join(*dataDir, "knowledge"), nil)
+	// The FAQ models' cost goes to the budget totals the servers keep in Redis; without Redis
+	// a store of this run's own, so the run alone stays within each budget (what the servers
+	// spent today is not known to it, which the README says).
+	var costs chat.CostStore = store.NewMemory(store.DefaultLimits(), nil, log)
 	if *redisURL != "" {
 		rs, err := store.NewRedis(ctx, store.RedisOptions{URL: *redisURL, Prefix: *redisPrefix, Logger: log})
 		if err != nil {
@@ -454,7 +529,19 @@ func runSync(ctx context.Context, args []string, getenv func(string) string, std
 			return 1
 		}
 		defer rs.Close()
-		leases = ingest.NewLeaser(filepath.Join(*dataDir, "knowledge"), rs)
+		leases, costs = ingest.NewLeaser(filepath.Join(*dataDir, "knowledge"), rs), rs
+	} else if slices.Contains(types, ingest.TypeFAQ) && slices.ContainsFunc(comms, func(c *config.Community) bool {
+		return c.Budget != nil && c.FAQGeneration != nil
+	}) {
+		log.Warn("without --redis-url the FAQ's cost is counted against this run's budget alone, not the servers' totals")
+	}
+	spend := &budgetSpend{costs: costs, budget: &chat.Budget{Store: costs, Prices: deps.prices, Log: log}}
+	spend.set.Store(set)
+	deps.spend = spend.spend
+	sources, err := buildSources(deps)
+	if err != nil {
+		fmt.Fprintln(stderr, "assistant sync:", err)
+		return 1
 	}
 	runner, err := ingest.NewRunner(ingest.RunnerOptions{Sources: sources, Store: st, Leases: leases, Logger: log})
 	if err != nil {

@@ -5,12 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/osc-assistant/assistant/chat"
 	"github.com/osc-assistant/assistant/chat/chattest"
@@ -19,6 +24,7 @@ import (
 	"github.com/osc-assistant/assistant/ingest/ingesttest"
 	"github.com/osc-assistant/assistant/knowledge"
 	"github.com/osc-assistant/assistant/store"
+	"github.com/osc-assistant/assistant/store/storetest"
 )
 
 // syncCommunities writes a communities directory: hed with two repositories and a GitHub
@@ -288,5 +294,200 @@ func TestEngineRunner(t *testing.T) {
 	got, _ := json.Marshal(files["pkg/events.py"])
 	if !strings.Contains(string(got), "Mark an onset.") || !strings.Contains(string(got), "Tools for events.") {
 		t.Errorf("extracted %s", got)
+	}
+}
+
+// faqCommunities writes a community with a mailing list of four threads in its database
+// (two authors each), FAQ generation by openai/gpt-4o-mini (priced) and a daily budget of
+// $0.20; it returns the communities and data directories.
+func faqCommunities(t *testing.T) (string, string) {
+	t.Helper()
+	dir, data := t.TempDir(), t.TempDir()
+	y := "id: hed\nname: HED\ndescription: d\n" +
+		"mailman:\n  - list_name: hed-list\n    base_url: https://mail.example.org/pipermail/hed-list/\n" +
+		"faq_generation:\n  evaluation_agent: {model: openai/gpt-4o-mini}\n  summary_agent: {model: openai/gpt-4o-mini}\n" +
+		"  quality_threshold: 0.7\n  sources:\n    mailman: {enabled: true, min_messages: 2, min_participants: 2}\n" +
+		"budget: {daily_limit_usd: 0.2, monthly_limit_usd: 10}\n"
+	if err := os.MkdirAll(filepath.Join(dir, "hed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hed", "config.yaml"), []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := knowledge.OpenStore(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var ms []knowledge.Message
+	for i := range 8 {
+		id, root := fmt.Sprintf("%06d", 100+i), fmt.Sprintf("%06d", 100+i-i%2)
+		ms = append(ms, knowledge.Message{List: "hed-list", MessageID: id, ThreadID: root, Subject: "Question " + root,
+			Author: []string{"Alice", "Bob"}[i%2], Date: "Mon Feb 5 10:00:00 CET 2024", Body: "Body " + id,
+			URL: "https://mail.example.org/pipermail/hed-list/2024/" + id + ".html", Year: 2024})
+	}
+	ctx := context.Background()
+	if err := st.Update(ctx, "hed", func(_ context.Context, tx *knowledge.Tx) error {
+		_, err := tx.UpsertMessages(ms)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Publish(ctx, "hed"); err != nil {
+		t.Fatal(err)
+	}
+	return dir, data
+}
+
+// TestSyncFAQSpendsTheBudget: assistant sync faq records its model calls' cost against the
+// community's budget and stops once it is spent: in the run's own totals without Redis (the
+// first call's $0.15 fits in $0.20, the second reaches it, the other two threads wait), and
+// in the servers' totals in Redis, where a budget spent before the run costs not one call.
+// Without a key the run fails at once, saying so, without a call.
+func TestSyncFAQSpendsTheBudget(t *testing.T) {
+	fake := chattest.NewOpenAI(func(n int, req chattest.Request) chattest.Reply {
+		return chattest.Reply{Text: []string{"0.1"}, Usage: [2]int{1_000_000, 0}} // $0.15 with gpt-4o-mini
+	})
+	defer fake.Close()
+	comms, data := faqCommunities(t)
+	env := map[string]string{"ASSISTANT_DATA_DIR": data, "OPENROUTER_BASE_URL": fake.URL + "/v1"}
+
+	code, out, errOut := runSyncCmd(t, env, "--communities", comms, "faq")
+	if code != 1 || strings.Contains(errOut+out, "OPENROUTER_API_KEY") == false {
+		t.Errorf("without a key: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Fatalf("%d model calls without a key", n)
+	}
+
+	env["OPENROUTER_API_KEY"] = "sk-or-platform"
+	code, out, errOut = runSyncCmd(t, env, "--communities", comms, "faq")
+	if n := len(fake.Requests()); n != 2 {
+		t.Errorf("%d model calls, want 2 (the budget of $0.20 reached by the second)\n%s\n%s", n, out, errOut)
+	}
+	if code != 1 || !strings.Contains(out, "budget") || !strings.Contains(errOut, "this run's budget alone") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+
+	url := storetest.RedisURL(t)
+	prefix := fmt.Sprintf("test-%d:", time.Now().UnixNano())
+	rs, err := store.NewRedis(context.Background(), store.RedisOptions{URL: url, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	if _, _, err := rs.AddCost(context.Background(), "hed", 0.25); err != nil {
+		t.Fatal(err)
+	}
+	before := len(fake.Requests())
+	code, out, errOut = runSyncCmd(t, env, "--communities", comms, "--redis-url", url, "--redis-prefix", prefix, "faq")
+	if n := len(fake.Requests()) - before; n != 0 || code != 1 || !strings.Contains(out, "budget") {
+		t.Errorf("with the servers' budget spent: %d calls, exit %d\n%s\n%s", n, code, out, errOut)
+	}
+	if day, _, _ := rs.Costs(context.Background(), "hed"); day != 0.25 {
+		t.Errorf("Redis totals %v, want 0.25 untouched", day)
+	}
+}
+
+// TestOpenRouterModelFailures: the provider's answers that say the model cannot be used now
+// (a rate limit, an outage, a refused key) are ingest.ErrModelUnavailable and a bad request
+// is not; a provider that never answers ends with the call's context; Ready refuses a missing
+// key; a model missing from the price table is warned of once, not per call.
+func TestOpenRouterModelFailures(t *testing.T) {
+	var status atomic.Int32
+	fake := chattest.NewOpenAI(func(n int, req chattest.Request) chattest.Reply {
+		return chattest.Reply{Text: []string{"0.5"}, Status: int(status.Load()), Usage: [2]int{10, 1}}
+	})
+	defer fake.Close()
+	var logs bytes.Buffer
+	m := &openRouterModel{key: "sk-or-platform", base: fake.URL + "/v1", prices: defaultPrices, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	ctx, agent := context.Background(), config.Agent{Model: "openai/gpt-4o-mini"}
+	for code, want := range map[int]bool{429: true, 502: true, 503: true, 401: true, 402: true, 400: false, 404: false} {
+		status.Store(int32(code))
+		_, _, err := m.Complete(ctx, agent, "", "p", 16)
+		if err == nil || errors.Is(err, ingest.ErrModelUnavailable) != want {
+			t.Errorf("status %d: %v, want unavailable %v", code, err, want)
+		}
+	}
+	status.Store(0)
+	unpriced := config.Agent{Model: "vendor/unlisted-model"}
+	for range 3 {
+		if _, u, err := m.Complete(ctx, unpriced, "", "p", 16); err != nil || u.CostUSD != 0 {
+			t.Fatalf("unpriced: %+v, %v", u, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "not in the price table"); n != 1 || !strings.Contains(logs.String(), "vendor/unlisted-model") {
+		t.Errorf("%d warnings of the unpriced model:\n%s", n, logs.String())
+	}
+	if (&openRouterModel{}).Ready() == nil || m.Ready() != nil {
+		t.Error("Ready does not tell a missing key")
+	}
+
+	done := make(chan struct{})
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	defer stalled.Close()
+	defer close(done) // before Close, which waits for the handler
+	s := &openRouterModel{key: "k", base: stalled.URL + "/v1", client: faqHTTPClient}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, _, err := s.Complete(cctx, agent, "", "p", 16); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a provider that never answers: %v, want the call's deadline", err)
+	}
+}
+
+// TestLiveSearchSavesItsPapers: a live search's papers are saved in the background (§6.6)
+// and are searchable after the next publish; while one save waits for the community's writer
+// (a sync's transaction), another search is answered but not saved, so searches never pile up
+// writers.
+func TestLiveSearchSavesItsPapers(t *testing.T) {
+	oa := ingesttest.NewOpenAlex(t)
+	oa.Add(ingesttest.Work{ID: "W1", Title: "Event tagging study", PublicationDate: "2025-01-02"},
+		ingesttest.Work{ID: "W2", Title: "Sidecar schema paper", PublicationDate: "2024-03-04"})
+	st, err := knowledge.OpenStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := &syncService{store: st, papers: ingest.NewPapers(ingest.PapersOptions{Store: st, OpenAlexURL: oa.URL}), log: slog.New(slog.DiscardHandler)}
+	live := s.liveSearch()
+	ctx := context.Background()
+
+	// A sync holds hed's writer until release is closed.
+	held, release := make(chan struct{}), make(chan struct{})
+	go st.Update(ctx, "hed", func(context.Context, *knowledge.Tx) error { close(held); <-release; return nil })
+	<-held
+	for _, q := range []string{"event tagging", "sidecar schema"} {
+		text, err := live(ctx, "hed", q, 5)
+		if err != nil || !strings.Contains(text, "Most recent papers (live search)") {
+			t.Fatalf("live %q: %q, %v", q, text, err)
+		}
+	}
+	close(release)
+	s.saves.Wait()
+	if err := st.Publish(ctx, "hed"); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]int{"event tagging": 1, "sidecar schema": 0} {
+		got, err := st.SearchPapers(ctx, "hed", q, 5)
+		if err != nil || len(got) != want {
+			t.Errorf("papers for %q: %+v, %v; want %d", q, got, err, want)
+		}
+	}
+
+	// With no save running, the next search is saved.
+	if _, err := live(ctx, "hed", "sidecar schema", 5); err != nil {
+		t.Fatal(err)
+	}
+	s.saves.Wait()
+	if err := st.Publish(ctx, "hed"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.SearchPapers(ctx, "hed", "sidecar schema", 5); err != nil || len(got) != 1 {
+		t.Errorf("after a second search: %+v, %v", got, err)
 	}
 }
