@@ -20,7 +20,7 @@ const (
 	// (sum(range(10**13)), a catastrophic regex). CPython's eval loop hits such a check on every
 	// bytecode, which makes CPU-bound Python about 3.2× slower than ModeFast. It is the default, and the
 	// right mode in a process that must never lose control of a run (the server's in-process
-	// compile checks, `assistant run`).
+	// compile checks and runs, `assistant run --strict`).
 	ModeStrict Mode = iota
 	// ModeFast enforces the deadline cooperatively, without a per-bytecode check: the engine's eval
 	// loop (patched by scripts/build_python_wasi.sh with -DPy_WASI_PERIODIC_YIELD) calls WASI

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,11 @@ server runs a client tool for a reader whose browser cannot: the deployment's pr
 top-level await allowed, the overlay wheels importable, osa.fetch limited to fetch_allow, the
 community's limits. Prints the ClientToolResult as JSON. Exits 0 when the code ran, whatever its
 status; 1 when it could not be run; 2 on a usage error.
+
+The code runs as the server's workers run it: in an assistant sandbox-worker process, in fast
+mode, which this command kills when the code overstays its deadline (a loop inside C). With
+--strict it runs in this process in strict mode instead: every loop checks the deadline, and
+CPU-bound Python is about three times slower.
 
 `
 
@@ -49,6 +55,7 @@ func runRun(ctx context.Context, args []string, getenv func(string) string, stdi
 	callID := fs.String("call-id", "run", "the call_id of the printed result")
 	artifacts := fs.String("artifacts", "", "write the files the code saved (osa.save_script, osa.save_artifact) into this directory")
 	allowLoopback := fs.Bool("allow-loopback", false, "let osa.fetch reach loopback addresses, to test against a local server")
+	strict := fs.Bool("strict", false, "run in this process in strict mode (slower; every loop checks the deadline) instead of in a fast-mode worker as the server does")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)
 		fs.PrintDefaults()
@@ -135,7 +142,16 @@ func runRun(ctx context.Context, args []string, getenv func(string) string, stdi
 	req.Source = source
 	req.AllowLoopback = *allowLoopback
 
-	res, err := eng.Run(ctx, req)
+	runCode := eng.Run
+	if !*strict {
+		pool, err := runWorker(ctx, *engineDir, *engineCache, req.MemoryBytes)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer pool.Close()
+		runCode = pool.Run
+	}
+	res, err := runCode(ctx, req)
 	if err != nil {
 		return fail("the code could not be run: %v", err)
 	}
@@ -152,6 +168,27 @@ func runRun(ctx context.Context, args []string, getenv func(string) string, stdi
 		return 1
 	}
 	return 0
+}
+
+// runWorker starts the one worker process assistant run's code runs in: this binary's
+// sandbox-worker in fast mode, as serve starts them, with room for the policy's memory. The
+// pool kills it when a run overstays its deadline by the grace, which is what makes fast mode
+// safe. Its logs are dropped (the result says what the code did; a crash is the run's error).
+func runWorker(ctx context.Context, engineDir, engineCache string, memoryBytes int64) (*sandbox.Pool, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this binary for the Python worker: %v", err)
+	}
+	args := []string{"sandbox-worker", "--engine-dir", engineDir, "--mode", "fast", "--log-format", "text",
+		"--memory-mb", strconv.FormatInt(max(memoryBytes>>20, 0), 10)}
+	if engineCache != "" {
+		args = append(args, "--engine-cache", engineCache)
+	}
+	pool, err := sandbox.NewPool(ctx, sandbox.PoolOptions{Binary: bin, Args: args, Workers: 1, Stderr: io.Discard})
+	if err != nil {
+		return nil, fmt.Errorf("starting the Python worker: %v", err)
+	}
+	return pool, nil
 }
 
 // readSource reads the code from file name, or from stdin for "-".

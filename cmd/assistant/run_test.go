@@ -135,3 +135,49 @@ func TestRunDataPackages(t *testing.T) {
 		t.Errorf("summary %q", r.Summary)
 	}
 }
+
+// TestRunModes: assistant run runs the code as the server's workers do, in a sandbox-worker
+// process in fast mode with the policy's memory, unless --strict runs it in this process;
+// either way a loop inside C ends at the deadline (in fast mode by the worker's kill).
+func TestRunModes(t *testing.T) {
+	dir := engineDir(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	comms := filepath.Join(tmp, "communities")
+	if err := os.MkdirAll(filepath.Join(comms, "lab"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "id: lab\nname: Lab\ndescription: d\nruntime:\n  python:\n    pyodide_version: \"0.29.5\"\n" +
+		"    limits: {exec_seconds: 1, memory_mb: 256}\n"
+	if err := os.WriteFile(filepath.Join(comms, "lab", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ASSISTANT_ENGINE_DIR": dir}
+	argsFile := filepath.Join(tmp, "sandbox-worker.args")
+	for _, tc := range []struct {
+		name   string
+		flags  []string
+		worker bool
+	}{
+		{"default", nil, true},
+		{"strict", []string{"--strict"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_ = os.Remove(argsFile)
+			for src, status := range map[string]string{"print(6 * 7)\n": "ok", "sum(range(10**13))\n": "timeout"} {
+				code, stdout, stderr := runCmdEnvStdin(t, env, src, append(append([]string{"run", "--community", "lab", "--communities", comms}, tc.flags...), "-")...)
+				r, err := toolresults.Decode([]byte(stdout))
+				if code != 0 || err != nil || r.Status != status || (status == "ok" && r.Stdout != "42\n") {
+					t.Errorf("%q: exit %d, %+v, %v\n%s", src, code, r, err, stderr)
+				}
+			}
+			args, err := os.ReadFile(argsFile)
+			if tc.worker && (err != nil || !strings.Contains(string(args), "--mode fast") || !strings.Contains(string(args), "--memory-mb 256")) {
+				t.Errorf("the worker was started with %q, %v; want fast mode and the policy's 256 MiB", args, err)
+			}
+			if !tc.worker && err == nil {
+				t.Errorf("--strict started a worker: %q", args)
+			}
+		})
+	}
+}
