@@ -16,8 +16,8 @@
 # Runtimes (RUNTIMES, space-separated; default all, in this order):
 #   fast       $TMP/assistant run --community nemar --deployment production FILE (the binary is
 #              built once from this tree): a sandbox-worker process in fast mode, as the
-#              server's workers run code; the program's
-#              stdout is the "stdout" field of the printed tool result
+#              server's workers run code; the program's stdout is the "stdout" field of
+#              the printed tool result
 #   strict     the same with --strict (in process, every loop checks the deadline)
 #   node-wasi  node --no-concurrent-marking scripts/bench_engine/wasi.mjs ENGINE FILE: the
 #              engine's python.wasm under node:wasi (V8), mounted as the server mounts it
