@@ -89,7 +89,22 @@ readonly SOURCE_DATE_EPOCH=1749600000
 export SOURCE_DATE_EPOCH
 # Eval-breaker checks between two host yields in the patched eval loop (patch_yield); the
 # sandbox's fast mode checks its deadline at each yield. Recorded in BUILDINFO.
-readonly PERIODIC_YIELD=10000
+readonly PERIODIC_YIELD="${ASSISTANT_ENGINE_YIELD:-10000}"
+# Build knobs (issue 25, BENCHMARKS.md "Engine speed"); the defaults are the shipped build.
+# Each shapes python.wasm, so each is in the cache key and in BUILDINFO:
+#   ASSISTANT_ENGINE_YIELD=N        the periodic-yield interval above
+#   ASSISTANT_ENGINE_LTO=1          -flto=thin for CPython and the C libraries it links (default
+#                                   on: wazero inlines nothing, so LLVM's inlining across files
+#                                   is the inlining it gets; 0 builds without)
+#   ASSISTANT_ENGINE_DEPS_OPT=-O3   the C libraries' clang level (CPython's own is configure's -O3)
+#   ASSISTANT_ENGINE_WASM_OPT=...   wasm-opt's optimisation flags (-O3, -O4 and
+#                                   --inlining-optimizing measured no faster than -O2)
+# ASSISTANT_ENGINE_KEEP_UNOPT=1 (not in the key) also keeps the linked python.wasm before
+# wasm-opt, with its function names, as $CACHE_ROOT/<key>.unopt.wasm, to try wasm-opt flags
+# without a rebuild and to profile with names (scripts/engine_variant.sh).
+readonly ENGINE_LTO="${ASSISTANT_ENGINE_LTO:-1}"
+readonly DEPS_OPT="${ASSISTANT_ENGINE_DEPS_OPT:--O3}"
+readonly WASM_OPT_FLAGS="${ASSISTANT_ENGINE_WASM_OPT:--O2}"
 
 # Packages whose versions go into the cache key (they shape python.wasm).
 readonly TOOLCHAIN_PKGS=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 wasi-libc binaryen)
@@ -131,6 +146,7 @@ engine_key() {
 	{
 		sha256sum <"$SCRIPT_PATH" | cut -d' ' -f1
 		pkg_versions "${TOOLCHAIN_PKGS[@]}" | tr ' ' '='
+		echo "yield=$PERIODIC_YIELD lto=$ENGINE_LTO deps_opt=$DEPS_OPT wasm_opt=$WASM_OPT_FLAGS"
 	} | sha256sum | cut -c1-16
 }
 
@@ -433,7 +449,7 @@ zlib() { # static libz for wasm32 (spec recipe step 5)
 	cd "$WORK/src/zlib"
 	make distclean >/dev/null 2>&1 || true
 	CHOST=wasm32 CC="$WORK/bin/clang" AR="$WORK/bin/llvm-ar" RANLIB="$WORK/bin/llvm-ranlib" \
-		CFLAGS="-O2 $WASM_CFLAGS" ./configure --static --prefix="$WORK/deps"
+		CFLAGS="$DEPS_OPT $WASM_CFLAGS" ./configure --static --prefix="$WORK/deps"
 	make -j"$JOBS" libz.a
 	make install
 	test -f "$WORK/deps/lib/pkgconfig/zlib.pc"
@@ -459,7 +475,7 @@ build_sqlite() { # static libsqlite3 for wasm32: the amalgamation made natively,
 	"$WORK/src/sqlite/configure" "${SQLITE_CONFIGURE[@]}" >/dev/null
 	make sqlite3.c >/dev/null
 	# shellcheck disable=SC2086 # the flags are words
-	"$WORK/bin/clang" -O2 $WASM_CFLAGS $SQLITE_CFLAGS -c sqlite3.c -o sqlite3.o
+	"$WORK/bin/clang" $DEPS_OPT $WASM_CFLAGS $SQLITE_CFLAGS -c sqlite3.c -o sqlite3.o
 	"$WORK/bin/llvm-ar" rcs "$WORK/deps/lib/libsqlite3.a" sqlite3.o
 	cp sqlite3.h sqlite3ext.h "$WORK/deps/include/"
 	pcfile sqlite3 "$(cat "$WORK/src/sqlite/VERSION")" -lsqlite3
@@ -469,7 +485,7 @@ build_bzip2() { # static libbz2 for wasm32
 	cd "$WORK/src/bzip2"
 	local f objs=()
 	for f in blocksort huffman crctable randtable compress decompress bzlib; do
-		"$WORK/bin/clang" -O2 $WASM_CFLAGS -D_FILE_OFFSET_BITS=64 -c "$f.c" -o "$f.o"
+		"$WORK/bin/clang" $DEPS_OPT $WASM_CFLAGS -D_FILE_OFFSET_BITS=64 -c "$f.c" -o "$f.o"
 		objs+=("$f.o")
 	done
 	"$WORK/bin/llvm-ar" rcs "$WORK/deps/lib/libbz2.a" "${objs[@]}"
@@ -493,7 +509,7 @@ build_xz() { # static liblzma for wasm32, without threads or the command-line to
 	PY
 	mkdir -p "$WORK/xz-build"
 	cd "$WORK/xz-build"
-	CC="$WORK/bin/clang" AR="$WORK/bin/llvm-ar" RANLIB="$WORK/bin/llvm-ranlib" CFLAGS="-O2 $WASM_CFLAGS" \
+	CC="$WORK/bin/clang" AR="$WORK/bin/llvm-ar" RANLIB="$WORK/bin/llvm-ranlib" CFLAGS="$DEPS_OPT $WASM_CFLAGS" \
 		"$WORK/src/xz/configure" --host=wasm32-unknown-wasi --prefix="$WORK/deps" --enable-static --disable-shared \
 		--disable-threads --disable-xz --disable-xzdec --disable-lzmadec --disable-lzmainfo --disable-scripts \
 		--disable-doc --disable-nls --disable-rpath --disable-lzma-links --disable-symbol-versions
@@ -517,7 +533,7 @@ cross_configure() { # spec recipe step 6, plus the 3.13 config.site lines
 	cd "$WORK/cross"
 	CONFIG_SITE="$WORK/config.site" \
 		CC="$WORK/bin/clang" AR="$WORK/bin/llvm-ar" RANLIB="$WORK/bin/llvm-ranlib" \
-		CFLAGS="$WASM_CFLAGS" \
+		CFLAGS="$WASM_CFLAGS" LDFLAGS="$WASM_LDFLAGS" \
 		PKG_CONFIG_LIBDIR="$WORK/deps/lib/pkgconfig" PKG_CONFIG_PATH='' \
 		LIBSQLITE3_CFLAGS="-I$WORK/deps/include" LIBSQLITE3_LIBS="-L$WORK/deps/lib -lsqlite3" \
 		BZIP2_CFLAGS="-I$WORK/deps/include" BZIP2_LIBS="-L$WORK/deps/lib -lbz2" \
@@ -543,7 +559,12 @@ cross_make() {
 
 optimize() { # spec recipe step 8
 	llvm-strip-19 -o "$WORK/python.stripped.wasm" "$WORK/cross/python.wasm"
-	wasm-opt -O2 --strip-debug --strip-producers \
+	if [[ ${ASSISTANT_ENGINE_KEEP_UNOPT:-0} == 1 ]]; then
+		# Without DWARF but with the function names, for a profile (scripts/engine_variant.sh).
+		wasm-opt --strip-dwarf "$WORK/cross/python.wasm" -o "$CACHE_ROOT/$KEY.unopt.wasm"
+	fi
+	# shellcheck disable=SC2086 # the flags are words
+	wasm-opt $WASM_OPT_FLAGS --strip-debug --strip-producers \
 		"$WORK/python.stripped.wasm" -o "$WORK/python.wasm"
 	rm -f "$WORK/python.stripped.wasm"
 }
@@ -633,6 +654,9 @@ package() {
 		echo "source_date_epoch=$SOURCE_DATE_EPOCH"
 		echo "cflags=$WASM_CFLAGS"
 		echo "periodic_yield=$PERIODIC_YIELD"
+		echo "lto=$ENGINE_LTO"
+		echo "deps_opt=$DEPS_OPT"
+		echo "wasm_opt=$WASM_OPT_FLAGS"
 		pkg_versions "${TOOLCHAIN_PKGS[@]}" | sed 's/^\([^ ]*\) /toolchain_\1=/'
 		echo "python_wasm_sha256=$(sha256sum python.wasm | cut -d' ' -f1)"
 	} >BUILDINFO
@@ -680,7 +704,7 @@ main() {
 		return 0
 	fi
 
-	log "building the CPython $PY_MINOR wasm32-wasi engine $KEY (about 6 min on 2 cores, 3.5 min if the native build Python is cached)"
+	log "building the CPython $PY_MINOR wasm32-wasi engine $KEY (about 9 min on 2 cores, 6.5 min if the native build Python is cached)"
 	fetch_orig "$PY_SRCPKG" "$PY_TARBALL" "$PY_TARBALL_SHA256"
 	fetch_orig "$ZLIB_SRCPKG" "$ZLIB_TARBALL" "$ZLIB_TARBALL_SHA256"
 	fetch_orig "$SQLITE_SRCPKG" "$SQLITE_TARBALL" "$SQLITE_TARBALL_SHA256"
@@ -703,6 +727,11 @@ main() {
 	WASM_CFLAGS="-mbulk-memory -mnontrapping-fptoint -ffile-prefix-map=$WORK/=/build/"
 	WASM_CFLAGS+=" -Wno-error=int-conversion -Wno-error=incompatible-function-pointer-types"
 	WASM_CFLAGS+=" -DPy_WASI_PERIODIC_YIELD=$PERIODIC_YIELD" # the patch_yield interval (zlib ignores it)
+	WASM_LDFLAGS=""
+	if [[ $ENGINE_LTO == 1 ]]; then
+		WASM_CFLAGS+=" -flto=thin"
+		WASM_LDFLAGS="-flto=thin"
+	fi
 	mkdir -p "$WORK" "$NATIVE"
 
 	WORK=$NATIVE phase native-python native_build # bash restores WORK after the call
