@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/osc-assistant/assistant/config"
@@ -173,22 +174,61 @@ func runRun(ctx context.Context, args []string, getenv func(string) string, stdi
 // runWorker starts the one worker process assistant run's code runs in: this binary's
 // sandbox-worker in fast mode, as serve starts them, with room for the policy's memory. The
 // pool kills it when a run overstays its deadline by the grace, which is what makes fast mode
-// safe. Its logs are dropped (the result says what the code did; a crash is the run's error).
+// safe. A policy's memory over what a worker takes (maxWorkerMemoryMB) gets the most it takes,
+// as the engine lowers an oversized request in process. Its logs are kept only to explain a
+// worker that does not start (the result says what the code did; a crash is the run's error).
 func runWorker(ctx context.Context, engineDir, engineCache string, memoryBytes int64) (*sandbox.Pool, error) {
 	bin, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this binary for the Python worker: %v", err)
 	}
 	args := []string{"sandbox-worker", "--engine-dir", engineDir, "--mode", "fast", "--log-format", "text",
-		"--memory-mb", strconv.FormatInt(max(memoryBytes>>20, 0), 10)}
+		"--memory-mb", strconv.FormatInt(min(max(memoryBytes>>20, 0), maxWorkerMemoryMB), 10)}
 	if engineCache != "" {
 		args = append(args, "--engine-cache", engineCache)
 	}
-	pool, err := sandbox.NewPool(ctx, sandbox.PoolOptions{Binary: bin, Args: args, Workers: 1, Stderr: io.Discard})
+	logs := &tailWriter{max: 4 << 10}
+	pool, err := sandbox.NewPool(ctx, sandbox.PoolOptions{Binary: bin, Args: args, Workers: 1, Stderr: logs})
 	if err != nil {
+		if tail := strings.TrimSpace(logs.String()); tail != "" {
+			return nil, fmt.Errorf("starting the Python worker: %v; it said: %s", err, tail)
+		}
 		return nil, fmt.Errorf("starting the Python worker: %v", err)
 	}
+	logs.stop()
 	return pool, nil
+}
+
+// tailWriter keeps the last max bytes written to it, until stop; it is safe for concurrent use.
+type tailWriter struct {
+	mu      sync.Mutex
+	buf     []byte
+	max     int
+	stopped bool
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.stopped {
+		t.buf = append(t.buf, p...)
+		if len(t.buf) > t.max {
+			t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+		}
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) stop() {
+	t.mu.Lock()
+	t.stopped, t.buf = true, nil
+	t.mu.Unlock()
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }
 
 // readSource reads the code from file name, or from stdin for "-".

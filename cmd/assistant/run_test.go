@@ -152,6 +152,14 @@ func TestRunModes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(comms, "lab", "config.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A policy may ask for more memory than a worker takes: it gets the most there is.
+	if err := os.MkdirAll(filepath.Join(comms, "big"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.NewReplacer("id: lab", "id: big", "memory_mb: 256", "memory_mb: 5000").Replace(cfg)
+	if err := os.WriteFile(filepath.Join(comms, "big", "config.yaml"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{"ASSISTANT_ENGINE_DIR": dir}
 	argsFile := filepath.Join(tmp, "sandbox-worker.args")
 	for _, tc := range []struct {
@@ -177,6 +185,10 @@ func TestRunModes(t *testing.T) {
 			}
 			if !tc.worker && err == nil {
 				t.Errorf("--strict started a worker: %q", args)
+			}
+			code, stdout, stderr := runCmdEnvStdin(t, env, "print(1)\n", append(append([]string{"run", "--community", "big", "--communities", comms}, tc.flags...), "-")...)
+			if r, err := toolresults.Decode([]byte(stdout)); code != 0 || err != nil || r.Status != "ok" {
+				t.Errorf("memory_mb 5000: exit %d, %v\n%s", code, err, stderr)
 			}
 		})
 	}

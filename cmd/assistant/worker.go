@@ -20,6 +20,9 @@ import (
 // sandbox.ServeWorker on stdin and stdout; stderr carries its logs only. It exits when stdin
 // ends, so it never outlives the server; it ignores SIGINT and SIGTERM (the server's process
 // group gets them too, and the server finishes its runs before it closes the pool).
+// maxWorkerMemoryMB is the most memory a worker's runs may have: wasm32's 4 GiB.
+const maxWorkerMemoryMB = 4096
+
 func runSandboxWorker(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sandbox-worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -54,8 +57,8 @@ func runSandboxWorker(ctx context.Context, args []string, getenv func(string) st
 		fmt.Fprintf(stderr, "assistant sandbox-worker: %v\n", err)
 		return 2
 	}
-	if *memoryMB < 0 || *memoryMB > 4096 {
-		fmt.Fprintf(stderr, "assistant sandbox-worker: --memory-mb %d is outside 0..4096\n", *memoryMB)
+	if *memoryMB < 0 || *memoryMB > maxWorkerMemoryMB {
+		fmt.Fprintf(stderr, "assistant sandbox-worker: --memory-mb %d is outside 0..%d\n", *memoryMB, maxWorkerMemoryMB)
 		return 2
 	}
 	if *engineDir == "" {
