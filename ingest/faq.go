@@ -85,7 +85,7 @@ type FAQ struct {
 	// a first run over a long archive spreads its cost over several runs; 0 is no bound.
 	MaxThreads int
 	// CallTimeout bounds one model call, so a provider that stops answering fails the call
-	// instead of holding the run (and its lease) for ever.
+	// instead of holding the run (and its lease) for ever; 0 or less sets no bound of its own.
 	CallTimeout time.Duration
 }
 
@@ -326,7 +326,10 @@ func (f *FAQ) decide(ctx context.Context, id string, g *config.FAQGeneration, r 
 	st = knowledge.SummaryStatus{List: t.List, ThreadID: t.ThreadID, AttemptedAt: f.now()}
 	text := ThreadText(t.Messages)
 	call := func(agent *config.Agent, system, prompt string, maxTokens int) (string, error) {
-		cctx, cancel := context.WithTimeout(ctx, f.CallTimeout)
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if f.CallTimeout > 0 { // 0: no bound of its own (the run's context still ends it)
+			cctx, cancel = context.WithTimeout(ctx, f.CallTimeout)
+		}
 		reply, u, err := f.model.Complete(cctx, *agent, system, prompt, maxTokens)
 		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer from the model within %s: %w", f.CallTimeout, err)
@@ -334,7 +337,8 @@ func (f *FAQ) decide(ctx context.Context, id string, g *config.FAQGeneration, r 
 		cancel()
 		st.Tokens += u.InputTokens + u.OutputTokens
 		st.Cost += u.CostUSD
-		if serr := f.spend(ctx, id, u); serr != nil && stop == nil {
+		// Recorded even when the run is being stopped: the call was paid for.
+		if serr := f.spend(context.WithoutCancel(ctx), id, u); serr != nil && stop == nil {
 			stop = fmt.Errorf("%w: %v", errSpend, serr)
 		}
 		return reply, err

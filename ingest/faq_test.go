@@ -562,3 +562,28 @@ func TestFAQReadsOnlyItsThreads(t *testing.T) {
 		t.Errorf("a run of 2 threads allocated %d bytes over an archive of %d bytes of bodies", got, archive)
 	}
 }
+
+// ctxModel scores every thread 0.1, failing with its context's error when that has ended.
+type ctxModel struct{ calls atomic.Int32 }
+
+func (m *ctxModel) Complete(ctx context.Context, _ config.Agent, _, _ string, _ int) (string, Usage, error) {
+	m.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return "", Usage{}, err
+	}
+	return "0.1", Usage{InputTokens: 10}, nil
+}
+
+// TestFAQNoCallTimeout: a CallTimeout of 0 sets no bound of its own, rather than one that has
+// already passed.
+func TestFAQNoCallTimeout(t *testing.T) {
+	st := paperStore(t)
+	seedThreads(t, st)
+	model := &ctxModel{}
+	f := NewFAQ(FAQOptions{Store: st, Model: model})
+	f.CallTimeout = 0
+	res, err := f.Sync(context.Background(), faqCommunity(), RunOptions{}, nil)
+	if err != nil || len(res.Failed) != 0 || model.calls.Load() != 5 {
+		t.Errorf("Sync = %+v, %v after %d calls; want the 5 threads scored", res, err, model.calls.Load())
+	}
+}

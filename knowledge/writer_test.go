@@ -609,3 +609,56 @@ func TestWorkCopyReplaced(t *testing.T) {
 		t.Errorf("the new working copy holds %v, want the write made after it was replaced", got)
 	}
 }
+
+// TestThreadMessagesUsesIndexes: a thread's messages are read by the thread_id index and the
+// (list_name, message_id) key, never by scanning the list (an OR of the two did, once per
+// thread FAQ generation decides), and both halves still make the thread: a root without a
+// thread id and the replies naming it.
+func TestThreadMessagesUsesIndexes(t *testing.T) {
+	st := testStore(t)
+	ctx := context.Background()
+	ms := []Message{
+		{List: "l", MessageID: "000010", Subject: "Root", Date: "d", URL: "u", Year: 2024},
+		{List: "l", MessageID: "000011", ThreadID: "000010", Subject: "Re: Root", Date: "d", URL: "u", Year: 2024},
+		{List: "l", MessageID: "000009", ThreadID: "000010", Subject: "Re: Root", Date: "d", URL: "u", Year: 2024},
+		{List: "l", MessageID: "000012", ThreadID: "000099", Subject: "Other", Date: "d", URL: "u", Year: 2024},
+		{List: "other", MessageID: "000013", ThreadID: "000010", Subject: "Elsewhere", Date: "d", URL: "u", Year: 2024},
+	}
+	err := st.Update(ctx, "hed", func(_ context.Context, tx *Tx) error {
+		if _, err := tx.UpsertMessages(ms); err != nil {
+			return err
+		}
+		got, err := tx.ThreadMessages("l", "000010")
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for _, m := range got {
+			ids = append(ids, m.MessageID)
+		}
+		if strings.Join(ids, " ") != "000009 000010 000011" {
+			t.Errorf("thread 000010: %q", ids)
+		}
+		rows, err := tx.tx.QueryContext(ctx, "EXPLAIN QUERY PLAN "+threadMessagesSQL, "l", "000010")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			plan = append(plan, detail)
+		}
+		if p := strings.Join(plan, "; "); strings.Contains(p, "SCAN mailing_list_messages") || !strings.Contains(p, "idx_messages_thread") {
+			t.Errorf("query plan: %s", p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
