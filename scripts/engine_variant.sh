@@ -4,6 +4,7 @@
 # it with ENGINE_DIR=...):
 #
 #   ASSISTANT_ENGINE_KEEP_UNOPT=1 scripts/build_python_wasi.sh   # once: keeps <key>.unopt.wasm
+#   (a built engine is not built again: to get its .unopt.wasm, remove its directory first)
 #   scripts/engine_variant.sh O3 -O3                              # prints the variant's directory
 #   scripts/engine_variant.sh O3-inline -O3 --inlining-optimizing
 #
@@ -22,7 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 base=${BASE_ENGINE:-$("$here/build_python_wasi.sh" --print-dir)}
 key=$(basename "$base")
 unopt="$(dirname "$base")/$key.unopt.wasm"
-[[ -f $unopt ]] || { echo "$0: no $unopt; build with ASSISTANT_ENGINE_KEEP_UNOPT=1 first" >&2; exit 1; }
+[[ -f $unopt ]] || { echo "$0: no $unopt; remove $base and build it again with ASSISTANT_ENGINE_KEEP_UNOPT=1" >&2; exit 1; }
 
 out="${TMPDIR:-/tmp}/assistant-engine-variants/$label"
 rm -rf "$out"

@@ -146,6 +146,11 @@ const liveSaveTimeout = 30 * time.Second
 // publish), never before the reply. One save at a time per community: a search while one runs
 // is not saved, so a burst of searches costs one writer, not one goroutine each.
 func (s *syncService) saveLive(community string, papers []ingest.LivePaper) {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	if s.savesClosed {
+		return // the server is closing: the store may be closed before a save could run
+	}
 	if _, busy := s.saving.LoadOrStore(community, struct{}{}); busy {
 		return
 	}
@@ -237,6 +242,12 @@ func (m *openRouterModel) Complete(ctx context.Context, agent config.Agent, syst
 		}
 		return nil
 	})
+	if err != nil && u.InputTokens == 0 && (ctx.Err() != nil || text.Len() > 0) {
+		// Cut short after the request went out (a timeout, a dropped stream): the provider
+		// bills it, but its usage comes only in the stream's last chunk. Charge an estimate,
+		// about 4 bytes a token, so a call that keeps timing out still counts on the budget.
+		u.InputTokens, u.OutputTokens = (len(system)+len(prompt))/4+1, text.Len()/4
+	}
 	usage := ingest.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
 	priced := false
 	for _, id := range []string{"openrouter/" + agent.Model, agent.Model} {
@@ -310,6 +321,9 @@ type syncService struct {
 	// saves running, which Close waits for.
 	saving sync.Map
 	saves  sync.WaitGroup
+	// saveMu guards savesClosed, set once Close has begun: no save starts after it.
+	saveMu      sync.Mutex
+	savesClosed bool
 }
 
 // syncServiceOptions configure newSyncService.
@@ -380,6 +394,14 @@ func (s *syncService) Close() {
 		s.sched.Close()
 	}
 	s.jobs.Close()
+	s.closeSaves()
+}
+
+// closeSaves lets no live search's save start any more and waits for those running.
+func (s *syncService) closeSaves() {
+	s.saveMu.Lock()
+	s.savesClosed = true
+	s.saveMu.Unlock()
 	s.saves.Wait()
 }
 

@@ -491,3 +491,52 @@ func TestLiveSearchSavesItsPapers(t *testing.T) {
 		t.Errorf("after a second search: %+v, %v", got, err)
 	}
 }
+
+// TestLiveSearchNotSavedAfterClose: once the service is closing, a live search is answered
+// but its papers are not saved (the store may be closed under a save).
+func TestLiveSearchNotSavedAfterClose(t *testing.T) {
+	oa := ingesttest.NewOpenAlex(t)
+	oa.Add(ingesttest.Work{ID: "W1", Title: "Event tagging study", PublicationDate: "2025-01-02"})
+	st, err := knowledge.OpenStore(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := &syncService{store: st, papers: ingest.NewPapers(ingest.PapersOptions{Store: st, OpenAlexURL: oa.URL}), log: slog.New(slog.DiscardHandler)}
+	s.closeSaves()
+	ctx := context.Background()
+	if text, err := s.liveSearch()(ctx, "hed", "event tagging", 5); err != nil || !strings.Contains(text, "Event tagging study") {
+		t.Fatalf("live search after close: %q, %v", text, err)
+	}
+	s.saves.Wait()
+	_ = st.Publish(ctx, "hed") // publishes what a save wrote, if one ran
+	if got, _ := st.SearchPapers(ctx, "hed", "event tagging", 5); len(got) != 0 {
+		t.Errorf("a live search's papers were saved after Close: %+v", got)
+	}
+}
+
+// TestOpenRouterModelCutShort: a call cut short after the request went out (here a stream
+// that stalls after its first chunk, ended by the call's deadline) is charged an estimate,
+// since the provider bills it and its usage would only have come in the last chunk.
+func TestOpenRouterModelCutShort(t *testing.T) {
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"The question is"}}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	defer srv.Close()
+	defer close(done)
+	m := &openRouterModel{key: "k", base: srv.URL + "/v1", prices: defaultPrices, client: faqHTTPClient}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	prompt := strings.Repeat("a thread's text ", 1000) // 16,000 bytes
+	_, u, err := m.Complete(ctx, config.Agent{Model: "openai/gpt-4o-mini"}, "", prompt, 500)
+	if err == nil || u.InputTokens < 3000 || u.CostUSD <= 0 {
+		t.Errorf("cut short: %+v, %v; want an error and an estimated, priced usage", u, err)
+	}
+}
