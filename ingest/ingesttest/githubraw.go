@@ -45,7 +45,7 @@ type GitHubTrees struct {
 	remaining int
 	reset     time.Time
 	requests  []TreeRequest
-	queued    []CannedReply
+	queued    cannedQueue
 }
 
 // NewGitHubTrees starts the fake API and raw hosts, closed when the test ends.
@@ -157,16 +157,8 @@ func (g *GitHubTrees) serveAPI(w http.ResponseWriter, r *http.Request) {
 	defer g.mu.Unlock()
 	rec := TreeRequest{Host: "api", Path: r.URL.Path, Auth: r.Header.Get("Authorization"), Accept: r.Header.Get("Accept")}
 	defer func() { g.requests = append(g.requests, rec) }()
-	if len(g.queued) > 0 {
-		q := g.queued[0]
-		g.queued = g.queued[1:]
-		for k, v := range q.Header {
-			w.Header().Set(k, v)
-		}
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(q.Status)
-		fmt.Fprint(w, q.Body)
-		rec.Status = q.Status
+	if status, ok := g.queued.serveNext(w, "application/json; charset=utf-8"); ok {
+		rec.Status = status
 		return
 	}
 	h := w.Header()

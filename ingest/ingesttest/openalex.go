@@ -62,7 +62,7 @@ type OpenAlex struct {
 	mu       sync.Mutex
 	works    []Work
 	requests []OpenAlexRequest
-	queued   []CannedReply
+	queued   cannedQueue
 }
 
 // NewOpenAlex starts a fake OpenAlex, closed when the test ends.
@@ -112,16 +112,8 @@ func (o *OpenAlex) serve(w http.ResponseWriter, r *http.Request) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	rec := OpenAlexRequest{Path: r.URL.Path, Query: r.URL.Query()}
-	if len(o.queued) > 0 {
-		q := o.queued[0]
-		o.queued = o.queued[1:]
-		for k, v := range q.Header {
-			w.Header().Set(k, v)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(q.Status)
-		fmt.Fprint(w, q.Body)
-		rec.Status = q.Status
+	if status, ok := o.queued.serveNext(w, "application/json"); ok {
+		rec.Status = status
 		o.requests = append(o.requests, rec)
 		return
 	}

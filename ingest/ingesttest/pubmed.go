@@ -44,7 +44,7 @@ type PubMed struct {
 	mu       sync.Mutex
 	articles []PubMedArticle
 	requests []PubMedRequest
-	queued   []CannedReply
+	queued   cannedQueue
 }
 
 // NewPubMed starts a fake PubMed, closed when the test ends.
@@ -81,15 +81,8 @@ func (p *PubMed) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rec := PubMedRequest{Path: r.URL.Path, Query: r.URL.Query()}
-	if len(p.queued) > 0 {
-		q := p.queued[0]
-		p.queued = p.queued[1:]
-		for k, v := range q.Header {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(q.Status)
-		fmt.Fprint(w, q.Body)
-		rec.Status = q.Status
+	if status, ok := p.queued.serveNext(w, ""); ok {
+		rec.Status = status
 		p.requests = append(p.requests, rec)
 		return
 	}

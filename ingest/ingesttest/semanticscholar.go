@@ -2,7 +2,6 @@ package ingesttest
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -43,7 +42,7 @@ type SemanticScholar struct {
 	key      string
 	papers   []S2Paper
 	requests []S2Request
-	queued   []CannedReply
+	queued   cannedQueue
 }
 
 // NewSemanticScholar starts a fake Semantic Scholar, closed when the test ends.
@@ -88,15 +87,8 @@ func (s *SemanticScholar) serve(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	rec := S2Request{Query: r.URL.Query(), APIKey: r.Header.Get("x-api-key")}
 	w.Header().Set("Content-Type", "application/json")
-	if len(s.queued) > 0 {
-		q := s.queued[0]
-		s.queued = s.queued[1:]
-		for k, v := range q.Header {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(q.Status)
-		fmt.Fprint(w, q.Body)
-		rec.Status = q.Status
+	if status, ok := s.queued.serveNext(w, ""); ok {
+		rec.Status = status
 		s.requests = append(s.requests, rec)
 		return
 	}
