@@ -261,7 +261,8 @@ func (f *FAQ) syncList(ctx context.Context, c *config.Community, list string, ru
 		}
 		t := knowledge.Thread{List: list, ThreadID: cand.ThreadID, Messages: ms}
 		e, st, failure, spent := f.decide(ctx, c.ID, g, rules, t, cand.Participants)
-		if failure != nil && (ctx.Err() != nil || unavailable(failure)) {
+		isDown := failure != nil && unavailable(failure)
+		if failure != nil && (ctx.Err() != nil || isDown) {
 			// Not the thread's fault (the run was stopped, the model is down): left undecided.
 			st.Status = ""
 		}
@@ -273,7 +274,7 @@ func (f *FAQ) syncList(ctx context.Context, c *config.Community, list string, ru
 			entries = append(entries, *e)
 		}
 		switch {
-		case failure != nil && unavailable(failure):
+		case isDown:
 			down++
 			unreached++
 			lastDown = failure

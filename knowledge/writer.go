@@ -453,43 +453,6 @@ type Thread struct {
 	Messages       []Message
 }
 
-// Threads returns every thread of list, in the order of their first messages. A message
-// without a thread id is a thread of its own.
-func (tx *Tx) Threads(list string) ([]Thread, error) {
-	// Message ids are pipermail's zero-padded numbers: by length, then by text, is by number.
-	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT message_id, COALESCE(thread_id, ''), subject, COALESCE(author, ''),
-			COALESCE(author_email, ''), date, COALESCE(body, ''), COALESCE(in_reply_to, ''), url, year
-		FROM mailing_list_messages WHERE list_name = ?
-		ORDER BY length(message_id), message_id`, list)
-	if err != nil {
-		return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
-	}
-	defer rows.Close()
-	var threads []Thread
-	at := map[string]int{}
-	for rows.Next() {
-		m := Message{List: list}
-		if err := rows.Scan(&m.MessageID, &m.ThreadID, &m.Subject, &m.Author, &m.AuthorEmail, &m.Date, &m.Body, &m.InReplyTo, &m.URL, &m.Year); err != nil {
-			return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
-		}
-		tid := m.ThreadID
-		if tid == "" {
-			tid = m.MessageID
-		}
-		i, ok := at[tid]
-		if !ok {
-			i = len(threads)
-			at[tid] = i
-			threads = append(threads, Thread{List: list, ThreadID: tid})
-		}
-		threads[i].Messages = append(threads[i].Messages, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("knowledge store: mailing_list_messages: %w", err)
-	}
-	return threads, nil
-}
-
 // ThreadSize is a mailing-list thread's size, for choosing the threads FAQ generation takes
 // up without reading their messages.
 type ThreadSize struct {

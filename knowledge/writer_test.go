@@ -328,14 +328,39 @@ func TestThreadsAndStatuses(t *testing.T) {
 	m := func(id, thread string) Message {
 		return Message{List: "l", MessageID: id, ThreadID: thread, Subject: "s" + id, Date: "d", URL: "u" + id, Year: 2024}
 	}
-	var threads []Thread
+	var threads, after []string
 	var statuses map[string]SummaryStatus
 	at := time.Date(2025, 6, 2, 2, 0, 3, 123456000, time.UTC)
+	// read lists list's candidate threads as FAQ generation reads them: their sizes, then each
+	// one's messages, as "thread:message,message".
+	read := func(tx *Tx) ([]string, error) {
+		cands, err := tx.ThreadCandidates("l", 1, 1, 0)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, c := range cands {
+			ms, err := tx.ThreadMessages("l", c.ThreadID)
+			if err != nil {
+				return nil, err
+			}
+			ids := []string{}
+			for _, msg := range ms {
+				ids = append(ids, msg.MessageID)
+			}
+			out = append(out, c.ThreadID+":"+strings.Join(ids, ","))
+		}
+		return out, nil
+	}
 	update(t, st, "c", func(tx *Tx) error {
 		// Inserted out of order; 99999 sorts after 100000 as text but before it as a number
 		// (pipermail numbers gain a digit as an archive grows).
 		if _, err := tx.UpsertMessages([]Message{m("100000", "99999"), m("99999", "99999"), m("100001", ""), m("100002", "100000"),
 			{List: "other", MessageID: "1", Subject: "s", Date: "d", URL: "u", Year: 2024}}); err != nil {
+			return err
+		}
+		var err error
+		if threads, err = read(tx); err != nil {
 			return err
 		}
 		if err := tx.SetSummaryStatus([]SummaryStatus{{List: "l", ThreadID: "99999", Status: "skipped", FailureReason: "Quality score 0.20 below threshold", Tokens: 10, Cost: 0.5, AttemptedAt: at}}); err != nil {
@@ -344,24 +369,21 @@ func TestThreadsAndStatuses(t *testing.T) {
 		if err := tx.SetSummaryStatus([]SummaryStatus{{List: "l", ThreadID: "100001", Status: "failed"}, {List: "l", ThreadID: "99999", Status: "skipped", FailureReason: "again", AttemptedAt: at}}); err != nil {
 			return err
 		}
-		var err error
-		if threads, err = tx.Threads("l"); err != nil {
+		if after, err = read(tx); err != nil {
 			return err
 		}
 		statuses, err = tx.SummaryStatuses("l")
 		return err
 	})
-	var got []string
-	for _, th := range threads {
-		ids := []string{}
-		for _, msg := range th.Messages {
-			ids = append(ids, msg.MessageID)
-		}
-		got = append(got, th.ThreadID+":"+strings.Join(ids, ","))
-	}
+	// The most messages first, then by first message as a number; a message without a thread
+	// id is a thread of its own.
 	want := []string{"99999:99999,100000", "100001:100001", "100000:100002"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("threads %v, want %v", got, want)
+	if !reflect.DeepEqual(threads, want) {
+		t.Errorf("threads %v, want %v", threads, want)
+	}
+	// A skipped thread is no longer a candidate; a failed one is tried again.
+	if want := []string{"100001:100001", "100000:100002"}; !reflect.DeepEqual(after, want) {
+		t.Errorf("threads after the statuses %v, want %v", after, want)
 	}
 	if s := statuses["99999"]; s.Status != "skipped" || s.FailureReason != "again" || s.Tokens != 0 || !s.AttemptedAt.Equal(at) {
 		t.Errorf("status %+v, want the second write's", s)

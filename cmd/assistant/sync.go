@@ -148,16 +148,21 @@ const liveSaveTimeout = 30 * time.Second
 func (s *syncService) saveLive(community string, papers []ingest.LivePaper) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	if s.savesClosed {
-		return // the server is closing: the store may be closed before a save could run
+	if s.savesClosed || s.saving[community] {
+		return // closing (the store may be closed under a save), or one is running
 	}
-	if _, busy := s.saving.LoadOrStore(community, struct{}{}); busy {
-		return
+	if s.saving == nil {
+		s.saving = map[string]bool{}
 	}
+	s.saving[community] = true
 	s.saves.Add(1)
 	go func() {
 		defer s.saves.Done()
-		defer s.saving.Delete(community)
+		defer func() {
+			s.saveMu.Lock()
+			delete(s.saving, community)
+			s.saveMu.Unlock()
+		}()
 		ctx, cancel := context.WithTimeout(context.Background(), liveSaveTimeout)
 		defer cancel()
 		if err := s.papers.SaveLive(ctx, community, papers); err != nil {
@@ -281,6 +286,11 @@ func modelError(err error) error {
 	return err
 }
 
+// newBudgetSpend is the FAQ models' spend over costs (the session store's budget totals).
+func newBudgetSpend(costs chat.CostStore, prices map[string]chat.Price, log *slog.Logger) *budgetSpend {
+	return &budgetSpend{costs: costs, budget: &chat.Budget{Store: costs, Prices: prices, Log: log}}
+}
+
 // budgetSpend records an FAQ model call's cost against its community's budget, and stops the
 // run (an error) once the budget is spent.
 type budgetSpend struct {
@@ -317,13 +327,13 @@ type syncService struct {
 	jobs   *ingest.Jobs
 	spend  *budgetSpend
 	log    *slog.Logger
-	// saving holds the communities whose live results are being saved; saves counts the
-	// saves running, which Close waits for.
-	saving sync.Map
-	saves  sync.WaitGroup
-	// saveMu guards savesClosed, set once Close has begun: no save starts after it.
+	// saveMu guards saving (the communities whose live results are being saved) and
+	// savesClosed (set once Close has begun: no save starts after it); saves counts the saves
+	// running, which Close waits for.
 	saveMu      sync.Mutex
+	saving      map[string]bool
 	savesClosed bool
+	saves       sync.WaitGroup
 }
 
 // syncServiceOptions configure newSyncService.
@@ -339,7 +349,7 @@ type syncServiceOptions struct {
 }
 
 func newSyncService(o syncServiceOptions) (*syncService, error) {
-	spend := &budgetSpend{costs: o.costs, budget: &chat.Budget{Store: o.costs, Prices: o.sources.prices, Log: o.sources.log}}
+	spend := newBudgetSpend(o.costs, o.sources.prices, o.sources.log)
 	if o.costs != nil {
 		o.sources.spend = spend.spend
 	}
@@ -557,7 +567,7 @@ func runSync(ctx context.Context, args []string, getenv func(string) string, std
 	}) {
 		log.Warn("without --redis-url the FAQ's cost is counted against this run's budget alone, not the servers' totals")
 	}
-	spend := &budgetSpend{costs: costs, budget: &chat.Budget{Store: costs, Prices: deps.prices, Log: log}}
+	spend := newBudgetSpend(costs, deps.prices, log)
 	spend.set.Store(set)
 	deps.spend = spend.spend
 	sources, err := buildSources(deps)

@@ -248,7 +248,7 @@ func TestOpenRouterModel(t *testing.T) {
 // the daily limit is reached the next call is refused (the run stops).
 func TestBudgetSpend(t *testing.T) {
 	mem := store.NewMemory(store.DefaultLimits(), nil, nil)
-	b := &budgetSpend{costs: mem, budget: &chat.Budget{Store: mem}}
+	b := newBudgetSpend(mem, nil, nil)
 	set := &config.Set{Communities: []*config.Community{ // sorted by id, as Load makes them
 		{ID: "free"},
 		{ID: "hed", Budget: &config.Budget{DailyLimitUSD: 1, MonthlyLimitUSD: 10}},
